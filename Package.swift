@@ -1,0 +1,56 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Sluice",
+    products: [
+        .executable(name: "sluice", targets: ["sluice"]),
+        .library(name: "SluiceCore", targets: ["SluiceCore"]),
+    ],
+    targets: [
+        // MARK: - C libraries, each wrapped by exactly one Swift module
+
+        .systemLibrary(
+            name: "CLibYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
+        .target(name: "SluiceYAML", dependencies: ["CLibYAML"]),
+
+        // MARK: - Core, components, command line
+
+        .target(name: "SluiceCore", dependencies: ["SluiceYAML"]),
+        .target(name: "SluiceSources", dependencies: ["SluiceCore"]),
+        .target(name: "SluiceTransforms", dependencies: ["SluiceCore"]),
+        .target(name: "SluiceSinks", dependencies: ["SluiceCore"]),
+        .target(
+            name: "SluiceCLI",
+            dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks"]
+        ),
+        .executableTarget(name: "sluice", dependencies: ["SluiceCLI"]),
+
+        // MARK: - Tests
+
+        .target(name: "SluiceTesting", dependencies: ["SluiceCore"]),
+        .testTarget(name: "SluiceYAMLTests", dependencies: ["SluiceYAML"]),
+        .testTarget(name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting"]),
+        .testTarget(
+            name: "SluiceComponentsTests",
+            dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks", "SluiceTesting"]
+        ),
+        .testTarget(
+            name: "SluiceEndToEndTests",
+            dependencies: ["SluiceCLI", "SluiceCore", "SluiceTesting"]
+        ),
+    ]
+)
+
+// Strict settings in one place: Swift 6 mode (complete concurrency checking) comes from the tools
+// version; these upcoming features keep existentials, imports and visibility explicit everywhere.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}

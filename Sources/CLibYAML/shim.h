@@ -1,0 +1,2 @@
+// libyaml's event parser, imported only by SluiceYAML.
+#include <yaml.h>

@@ -1,0 +1,160 @@
+public import SluiceCore
+internal import SluiceSinks
+internal import SluiceSources
+internal import SluiceTransforms
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// The `sluice` command: parses arguments, loads pipeline files and runs them.
+///
+/// The executable wraps it: it owns the process (signals, exit), while this stays testable as a library.
+public enum SluiceCommand {
+    /// The version `sluice --version` prints.
+    public static let version = "0.1.0"
+
+    /// Every component type Sluice knows.
+    public static let catalog = ComponentCatalog(
+        sources: SourceCatalog.all, transforms: TransformCatalog.all, sinks: SinkCatalog.all)
+
+    /// Runs the command line `arguments` (without the program name) and returns the exit code.
+    ///
+    /// `onStopRequest` is given a function to call when the user asks to stop (the first SIGINT or SIGTERM).
+    public static func main(
+        arguments: [String], environment: [String: String],
+        onStopRequest: (@escaping @Sendable () -> Void) -> Void
+    ) async -> ExitCode {
+        let command: Command
+        do {
+            command = try parseCommandLine(arguments)
+        } catch {
+            printError("sluice: error: \(error.message)\n\(usage)")
+            return .usage
+        }
+        switch command {
+        case .help:
+            print(usage)
+            return .success
+        case .version:
+            print("sluice \(version)")
+            return .success
+        case .list:
+            print(listing())
+            return .success
+        case .validate(let files):
+            return validate(files, environment: environment)
+        case .run(let file, let overrides):
+            return await run(file, overrides: overrides, environment: environment, onStopRequest: onStopRequest)
+        }
+    }
+
+    // MARK: - list
+
+    /// The component table: kind, type and summary, one line each.
+    static func listing() -> String {
+        let entries = catalog.entries
+        let width = entries.map(\.typeName.count).max() ?? 0
+        return entries.map { entry in
+            let padding = String(repeating: " ", count: width - entry.typeName.count)
+            return "\(entry.kind.rawValue.padding(to: 9))  \(entry.typeName)\(padding)  \(entry.summary)"
+        }.joined(separator: "\n")
+    }
+
+    // MARK: - validate
+
+    private static func validate(_ files: [String], environment: [String: String]) -> ExitCode {
+        var worst = ExitCode.success
+        for file in files {
+            guard let definition = load(file, environment: environment) else {
+                if worst == .success { worst = .invalidConfig }
+                continue
+            }
+            let counts = ComponentKind.allCases.map { kind in
+                let count = definition.components.filter { $0.kind == kind }.count
+                return "\(count) \(kind.rawValue)\(count == 1 ? "" : "s")"
+            }
+            print("\(file): ok (\(counts.joined(separator: ", ")))")
+        }
+        return worst
+    }
+
+    /// Reads and validates `file`, printing its diagnostics to standard error.
+    static func load(_ file: String, environment: [String: String]) -> PipelineDefinition? {
+        guard let text = readFile(file) else {
+            printError("\(file): error: cannot read the file: \(String(cString: strerror(errno)))")
+            return nil
+        }
+        let result = PipelineLoader(catalog: catalog, environment: environment).load(text)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        for diagnostic in result.diagnostics {
+            printError(diagnostic.rendered(path: file, sourceLines: lines))
+        }
+        return result.definition
+    }
+
+    // MARK: - run
+
+    private static func run(
+        _ file: String, overrides: MetricsOverrides, environment: [String: String],
+        onStopRequest: (@escaping @Sendable () -> Void) -> Void
+    ) async -> ExitCode {
+        guard var definition = load(file, environment: environment) else { return .invalidConfig }
+        if let format = overrides.format.flatMap(MetricsSettings.Format.init(rawValue:)) {
+            definition.metrics.format = format
+        }
+        if let destination = overrides.destination { definition.metrics.destination = .init(destination) }
+        if let interval = overrides.intervalSecs { definition.metrics.intervalSecs = interval }
+
+        let standardOutput = OutputWriter(fileDescriptor: 1, label: "stdout")
+        let metricsWriter: OutputWriter
+        switch definition.metrics.destination {
+        case .stdout: metricsWriter = standardOutput
+        case .stderr: metricsWriter = OutputWriter(fileDescriptor: 2, label: "stderr")
+        case .file(let path):
+            do {
+                metricsWriter = try OutputWriter.open(path: path, append: false)
+            } catch {
+                printError("sluice: error: metrics: \(error)")
+                return .runtimeFailure
+            }
+        }
+        defer { metricsWriter.close() }
+        let runner = PipelineRunner(
+            definition: definition,
+            environment: RuntimeEnvironment(standardInput: 0, standardOutput: standardOutput, log: .standardError))
+        let reporter = MetricsReporter(
+            settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,
+            writer: metricsWriter)
+        onStopRequest { runner.stop() }
+        let outcome = await runner.run(reporter: reporter)
+        return outcome.failures.isEmpty ? .success : .runtimeFailure
+    }
+
+    // MARK: - Helpers
+
+    private static func readFile(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = read(descriptor, &chunk, chunk.count)
+            if count < 0, errno == EINTR { continue }
+            if count < 0 { return nil }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func printError(_ text: String) {
+        Logger.standardError.write(text)
+    }
+}
+
+extension String {
+    fileprivate func padding(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}

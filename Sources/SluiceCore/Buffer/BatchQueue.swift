@@ -1,0 +1,74 @@
+/// A FIFO of event slices that counts events, not slices, so a buffer's capacity is exact whatever the batch
+/// sizes; the oldest events can be dropped from the front without copying the rest.
+struct BatchQueue {
+    private var slices: [ArraySlice<Event>] = []
+    private var head = 0
+    /// The number of events held.
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ events: ArraySlice<Event>) {
+        guard !events.isEmpty else { return }
+        slices.append(events)
+        count += events.count
+    }
+
+    /// Removes the `n` oldest events.
+    mutating func dropFirst(_ n: Int) {
+        var left = min(n, count)
+        count -= left
+        while left > 0 {
+            let front = slices[head].count
+            if front <= left {
+                left -= front
+                popFront()
+            } else {
+                slices[head] = slices[head].dropFirst(left)
+                left = 0
+            }
+        }
+    }
+
+    /// Removes and returns up to `limit` of the oldest events as one batch.
+    mutating func take(upTo limit: Int) -> [Event] {
+        let total = min(limit, count)
+        var batch: [Event] = []
+        batch.reserveCapacity(total)
+        while batch.count < total {
+            let wanted = total - batch.count
+            let front = slices[head]
+            if front.count <= wanted {
+                batch.append(contentsOf: front)
+                popFront()
+            } else {
+                batch.append(contentsOf: front.prefix(wanted))
+                slices[head] = front.dropFirst(wanted)
+            }
+        }
+        count -= total
+        return batch
+    }
+
+    /// Removes everything and returns how many events there were.
+    mutating func removeAll() -> Int {
+        let removed = count
+        slices.removeAll()
+        head = 0
+        count = 0
+        return removed
+    }
+
+    private mutating func popFront() {
+        slices[head] = []
+        head += 1
+        // Compact now and then, so the array of slices stays proportional to what is buffered.
+        if head == slices.count {
+            slices.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64, head * 2 >= slices.count {
+            slices.removeFirst(head)
+            head = 0
+        }
+    }
+}

@@ -1,0 +1,282 @@
+public import SluiceYAML
+
+/// A YAML node being read as configuration: typed accessors that record a diagnostic at the node when the value
+/// has the wrong type or range, and substitute `${NAME}` and `${NAME:-default}` from the environment in scalars.
+///
+/// Every accessor returns `nil` after recording an error, so a reader can go on and find the next problem.
+public struct ConfigNode {
+    /// The node itself.
+    public let node: YAMLNode
+    /// The name the node has in messages, for example `'max_events'`.
+    public let name: String
+    let log: DiagnosticLog
+    let environment: [String: String]
+
+    init(_ node: YAMLNode, name: String, log: DiagnosticLog, environment: [String: String]) {
+        self.node = node
+        self.name = name
+        self.log = log
+        self.environment = environment
+    }
+
+    /// Where the node starts.
+    public var mark: YAMLMark { node.mark }
+
+    // MARK: - Scalars
+
+    /// The scalar's text with environment variables substituted.
+    public func string() -> String? {
+        guard case .scalar(let scalar) = node.content else {
+            log.error("expected a string for \(name), found \(node.kindDescription)", at: mark)
+            return nil
+        }
+        return interpolate(scalar.value)
+    }
+
+    /// A whole number within `range`.
+    public func int(in range: ClosedRange<Int>) -> Int? {
+        guard let text = plainScalar(expecting: "an integer") else { return nil }
+        guard let value = Int(text.filter { $0 != "_" }) else {
+            log.error(
+                "expected an integer for \(name), found '\(text)'", at: mark,
+                notes: ["\(name) is a whole number from \(range.lowerBound) to \(range.upperBound)"])
+            return nil
+        }
+        guard range.contains(value) else {
+            log.error("\(name) must be between \(range.lowerBound) and \(range.upperBound), found \(value)", at: mark)
+            return nil
+        }
+        return value
+    }
+
+    /// A number within `range`.
+    public func double(in range: ClosedRange<Double>) -> Double? {
+        guard let text = plainScalar(expecting: "a number") else { return nil }
+        guard let value = Double(text), value.isFinite else {
+            log.error("expected a number for \(name), found '\(text)'", at: mark)
+            return nil
+        }
+        guard range.contains(value) else {
+            log.error(
+                "\(name) must be between \(range.lowerBound.formatted) and \(range.upperBound.formatted), "
+                    + "found \(value.formatted)", at: mark)
+            return nil
+        }
+        return value
+    }
+
+    /// `true` or `false`.
+    public func bool() -> Bool? {
+        guard let text = plainScalar(expecting: "true or false") else { return nil }
+        switch text {
+        case "true": return true
+        case "false": return false
+        default:
+            log.error("expected true or false for \(name), found '\(text)'", at: mark)
+            return nil
+        }
+    }
+
+    /// One of a fixed set of words, such as an encoding or a policy name.
+    public func choice<Choice: ConfigChoice>(_ type: Choice.Type = Choice.self) -> Choice? {
+        guard let text = string() else { return nil }
+        if let choice = Choice(rawValue: text) { return choice }
+        let names = Choice.allCases.map(\.rawValue)
+        log.error(
+            "unknown value '\(text)' for \(name)", at: mark,
+            notes: [Suggestion.expectedOneOf(names, given: text)])
+        return nil
+    }
+
+    /// A list of strings; a single string is accepted as a list of one.
+    public func stringList() -> [(String, YAMLMark)]? {
+        switch node.content {
+        case .scalar:
+            return string().map { [($0, mark)] }
+        case .sequence(let items):
+            var result: [(String, YAMLMark)] = []
+            for item in items {
+                let child = ConfigNode(item, name: "an item of \(name)", log: log, environment: environment)
+                if let text = child.string() { result.append((text, item.mark)) }
+            }
+            return result
+        case .mapping:
+            log.error("expected a list for \(name), found a mapping", at: mark)
+            return nil
+        }
+    }
+
+    /// The node as a mapping of keys to nodes.
+    public func mapping() -> ConfigMapping? {
+        guard case .mapping(let pairs) = node.content else {
+            if case .scalar(let scalar) = node.content, scalar.isPlain, scalar.value.isEmpty || scalar.value == "~" {
+                // `key:` with nothing after it: an empty mapping, as in `transforms:`.
+                return ConfigMapping(pairs: [], at: mark, name: name, log: log, environment: environment)
+            }
+            log.error("expected a mapping for \(name), found \(node.kindDescription)", at: mark)
+            return nil
+        }
+        return ConfigMapping(pairs: pairs, at: mark, name: name, log: log, environment: environment)
+    }
+
+    /// True when the node is the plain scalar `word` (for values like `buffer: unbounded`).
+    public func isWord(_ word: String) -> Bool {
+        if case .scalar(let scalar) = node.content { return scalar.value == word }
+        return false
+    }
+
+    private func plainScalar(expecting what: String) -> String? {
+        guard case .scalar = node.content else {
+            log.error("expected \(what) for \(name), found \(node.kindDescription)", at: mark)
+            return nil
+        }
+        return string()
+    }
+
+    // MARK: - Environment
+
+    /// Replaces `${NAME}` and `${NAME:-default}`; `$${` stands for a literal `${`.
+    private func interpolate(_ text: String) -> String? {
+        guard text.contains("${") else { return text }
+        var result = ""
+        var rest = Substring(text)
+        var failed = false
+        while let dollar = rest.firstIndex(of: "$") {
+            result += rest[..<dollar]
+            let after = rest[dollar...]
+            if after.hasPrefix("$${") {
+                result += "${"
+                rest = after.dropFirst(3)
+                continue
+            }
+            guard after.hasPrefix("${"), let close = after.firstIndex(of: "}") else {
+                result += "$"
+                rest = after.dropFirst()
+                continue
+            }
+            let body = after[after.index(after.startIndex, offsetBy: 2)..<close]
+            let variable: Substring
+            var fallback: Substring?
+            if let colon = body.firstIndex(of: ":"), body[colon...].hasPrefix(":-") {
+                variable = body[..<colon]
+                fallback = body[body.index(colon, offsetBy: 2)...]
+            } else {
+                variable = body
+            }
+            if variable.isEmpty || !variable.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
+                log.error(
+                    "invalid environment variable reference '${\(body)}' in \(name)", at: mark,
+                    notes: ["write ${NAME} or ${NAME:-default}, or $${ for a literal '${'"])
+                failed = true
+            } else if let value = environment[String(variable)] {
+                result += value
+            } else if let fallback {
+                result += fallback
+            } else {
+                log.error(
+                    "environment variable '\(variable)' is not set", at: mark,
+                    notes: ["set it, or give a default with ${\(variable):-value}"])
+                failed = true
+            }
+            rest = after[after.index(after: close)...]
+        }
+        result += rest
+        return failed ? nil : result
+    }
+}
+
+/// A YAML mapping being read as configuration. It remembers which keys were asked for, so that ``finish()`` can
+/// report every other key as unknown with a suggestion, and it reports duplicate keys when created.
+public final class ConfigMapping {
+    /// Where the mapping starts.
+    public let mark: YAMLMark
+    /// The mapping's name in messages, for example `"stdin source 'in'"`.
+    public let name: String
+    /// Where diagnostics go; component readers record their own checks here.
+    public let log: DiagnosticLog
+    let environment: [String: String]
+    private let entries: [(key: String, keyMark: YAMLMark, value: YAMLNode)]
+    private var known: [String] = []
+
+    init(pairs: [YAMLPair], at mark: YAMLMark, name: String, log: DiagnosticLog, environment: [String: String]) {
+        self.mark = mark
+        self.name = name
+        self.log = log
+        self.environment = environment
+        var entries: [(key: String, keyMark: YAMLMark, value: YAMLNode)] = []
+        var firstLine: [String: Int] = [:]
+        for pair in pairs {
+            guard case .scalar(let key) = pair.key.content else {
+                log.error("expected a plain key in \(name), found \(pair.key.kindDescription)", at: pair.key.mark)
+                continue
+            }
+            if let line = firstLine[key.value] {
+                log.error(
+                    "duplicate key '\(key.value)' in \(name)", at: pair.key.mark,
+                    notes: ["'\(key.value)' was first written at line \(line)"])
+                continue
+            }
+            firstLine[key.value] = pair.key.mark.line
+            entries.append((key.value, pair.key.mark, pair.value))
+        }
+        self.entries = entries
+    }
+
+    /// The keys in document order.
+    public var keys: [String] { entries.map(\.key) }
+
+    /// Every entry as a key, its position and its value node, in document order; marks all keys as known.
+    public func allEntries(naming: (String) -> String) -> [(key: String, keyMark: YAMLMark, value: ConfigNode)] {
+        entries.map { entry in
+            known.append(entry.key)
+            return (entry.key, entry.keyMark, ConfigNode(entry.value, name: naming(entry.key), log: log, environment: environment))
+        }
+    }
+
+    /// The value for `key`, or `nil` when absent; either way `key` becomes a known key.
+    public func value(_ key: String) -> ConfigNode? {
+        known.append(key)
+        guard let entry = entries.first(where: { $0.key == key }) else { return nil }
+        return ConfigNode(entry.value, name: "'\(key)'", log: log, environment: environment)
+    }
+
+    /// The value for `key`, recording an error at the mapping when it is absent.
+    public func required(_ key: String, note: String) -> ConfigNode? {
+        guard let node = value(key) else {
+            log.error("\(name) has no '\(key)'", at: mark, notes: [note])
+            return nil
+        }
+        return node
+    }
+
+    /// Records an error for every key that was never asked for, at the key, with the expected keys.
+    public func finish() {
+        let expected = Array(Set(known)).sorted()
+        for entry in entries where !known.contains(entry.key) {
+            log.error(
+                "unknown key '\(entry.key)' in \(name)", at: entry.keyMark,
+                notes: [Suggestion.expectedOneOf(expected, given: entry.key)])
+        }
+    }
+}
+
+/// A closed set of words a configuration value may take; the raw values are the words users write.
+public protocol ConfigChoice: RawRepresentable<String>, CaseIterable, Sendable {}
+
+extension YAMLNode {
+    /// "a mapping", "a list" or "'text'", for messages.
+    var kindDescription: String {
+        switch content {
+        case .scalar(let scalar): return "'\(scalar.value)'"
+        case .sequence: return "a list"
+        case .mapping: return "a mapping"
+        }
+    }
+}
+
+extension Double {
+    /// The shortest text for a number: no ".0" on whole numbers.
+    var formatted: String {
+        self == rounded() && abs(self) < 1e15 ? String(Int64(self)) : String(self)
+    }
+}

@@ -1,0 +1,74 @@
+public import SluiceYAML
+
+/// A validated pipeline: its components with their edges and buffers, and how metrics are reported.
+public struct PipelineDefinition: Sendable {
+    /// Every component: sources first, then transforms, then sinks, each in file order.
+    public var components: [ComponentDefinition]
+    /// Metrics settings from the file; the command line may override them.
+    public var metrics: MetricsSettings
+
+    /// The ids of the components that read from `id`, in definition order.
+    public func consumers(of id: String) -> [String] {
+        components.filter { $0.inputs.contains(id) }.map(\.id)
+    }
+}
+
+/// One component of a pipeline.
+public struct ComponentDefinition: Sendable {
+    /// Its id, the key it was written under.
+    public let id: String
+    /// Source, transform or sink.
+    public let kind: ComponentKind
+    /// Its `type`.
+    public let typeName: String
+    /// The ids it reads from; empty for sources.
+    public let inputs: [String]
+    /// Its input buffer's policy; `nil` for sources, which have no input buffer.
+    public let buffer: BufferPolicy?
+    /// Its type-specific configuration.
+    public let blueprint: ComponentBlueprint
+    /// Where it was defined.
+    public let mark: YAMLMark
+}
+
+/// Where and how metrics reports are written.
+public struct MetricsSettings: Sendable, Equatable {
+    /// How a report is laid out.
+    public enum Format: String, ConfigChoice {
+        /// A table for people.
+        case text
+        /// One JSON object per line.
+        case json
+        /// Prometheus text exposition.
+        case prometheus
+    }
+
+    /// Where reports go.
+    public enum Destination: Sendable, Equatable {
+        case stdout
+        case stderr
+        case file(String)
+
+        /// Reads `stdout`, `stderr` or a path.
+        public init(_ text: String) {
+            switch text {
+            case "stdout": self = .stdout
+            case "stderr": self = .stderr
+            default: self = .file(text)
+            }
+        }
+    }
+
+    /// Seconds between reports; 0 means only the final report.
+    public var intervalSecs: Double
+    /// Where reports go.
+    public var destination: Destination
+    /// How reports are laid out.
+    public var format: Format
+
+    public init(intervalSecs: Double = 1, destination: Destination = .stdout, format: Format = .text) {
+        self.intervalSecs = intervalSecs
+        self.destination = destination
+        self.format = format
+    }
+}

@@ -1,0 +1,269 @@
+internal import SluiceYAML
+
+/// Reads a pipeline file (YAML or JSON) into a ``PipelineDefinition``, collecting every problem as a
+/// ``Diagnostic`` with its line and column.
+public struct PipelineLoader {
+    /// The component types the file may name.
+    public let catalog: ComponentCatalog
+    /// The variables `${NAME}` is replaced from.
+    public let environment: [String: String]
+
+    public init(catalog: ComponentCatalog, environment: [String: String]) {
+        self.catalog = catalog
+        self.environment = environment
+    }
+
+    /// The outcome of loading: a definition when there were no errors, and every diagnostic found.
+    public struct Result {
+        /// The pipeline, when the file is valid.
+        public let definition: PipelineDefinition?
+        /// Errors and warnings in the order found.
+        public let diagnostics: [Diagnostic]
+    }
+
+    /// Reads and validates `text`.
+    public func load(_ text: String) -> Result {
+        let log = DiagnosticLog()
+        let root: YAMLNode?
+        do {
+            root = try YAMLParser.parse(text)
+        } catch {
+            var notes: [String] = []
+            if let context = error.context { notes.append("while \(context)") }
+            log.error("invalid YAML: \(error.message)", at: error.mark, notes: notes)
+            return Result(definition: nil, diagnostics: log.diagnostics)
+        }
+        guard let root else {
+            log.error(
+                "the pipeline file is empty", at: nil,
+                notes: ["a pipeline has 'sources', 'sinks' and optionally 'transforms' and 'metrics'"])
+            return Result(definition: nil, diagnostics: log.diagnostics)
+        }
+        let reader = Reader(catalog: catalog, log: log, environment: environment)
+        let definition = reader.read(root)
+        return Result(definition: log.hasErrors ? nil : definition, diagnostics: log.diagnostics)
+    }
+}
+
+/// One pass over a parsed file; separate from ``PipelineLoader`` so that no state is shared between loads.
+private final class Reader {
+    let catalog: ComponentCatalog
+    let log: DiagnosticLog
+    let environment: [String: String]
+
+    init(catalog: ComponentCatalog, log: DiagnosticLog, environment: [String: String]) {
+        self.catalog = catalog
+        self.log = log
+        self.environment = environment
+    }
+
+    func read(_ root: YAMLNode) -> PipelineDefinition? {
+        let top = ConfigNode(root, name: "the pipeline", log: log, environment: environment)
+        guard let pipeline = top.mapping() else { return nil }
+        var components: [ComponentDefinition] = []
+        var ids: [String: (kind: ComponentKind, line: Int)] = [:]
+        for kind in ComponentKind.allCases {
+            let section = pipeline.value(sectionName(kind))
+            guard let section, let entries = section.mapping() else { continue }
+            for (id, keyMark, node) in entries.allEntries(naming: { "\(kind.rawValue) '\($0)'" }) {
+                guard checkID(id, at: keyMark) else { continue }
+                if let earlier = ids[id] {
+                    log.error(
+                        "duplicate component id '\(id)'", at: keyMark,
+                        notes: [
+                            "'\(id)' is already a \(earlier.kind.rawValue) at line \(earlier.line); "
+                                + "ids must be unique across sources, transforms and sinks"
+                        ])
+                    continue
+                }
+                ids[id] = (kind, keyMark.line)
+                if let component = readComponent(id: id, kind: kind, node: node, keyMark: keyMark) {
+                    components.append(component)
+                }
+            }
+        }
+        let metrics = readMetrics(pipeline.value("metrics"))
+        pipeline.finish()
+        checkGraph(components, ids: ids, root: root)
+        return PipelineDefinition(components: components, metrics: metrics)
+    }
+
+    private func sectionName(_ kind: ComponentKind) -> String { kind.rawValue + "s" }
+
+    private func checkID(_ id: String, at mark: YAMLMark) -> Bool {
+        let valid = !id.isEmpty && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic
+            || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }
+        if !valid {
+            log.error(
+                "invalid component id '\(id)'", at: mark,
+                notes: ["ids use letters, digits, '_' and '-'"])
+        }
+        return valid
+    }
+
+    // MARK: - Components
+
+    private func readComponent(id: String, kind: ComponentKind, node: ConfigNode, keyMark: YAMLMark)
+        -> ComponentDefinition?
+    {
+        guard let options = node.mapping() else { return nil }
+        let typeNames = catalog.typeNames(of: kind)
+        guard let typeNode = options.required("type", note: "expected one of: " + typeNames.joined(separator: ", ")),
+            let typeName = typeNode.string()
+        else { return nil }
+        var inputs: [String] = []
+        var buffer: BufferPolicy?
+        if kind != .source {
+            inputs = readInputs(options, id: id, kind: kind)
+            buffer = readBuffer(options.value("buffer"))
+        }
+        guard let blueprint = catalog.configure(kind, typeName: typeName, options: options) else {
+            log.error(
+                "unknown \(kind.rawValue) type '\(typeName)'", at: typeNode.mark,
+                notes: [Suggestion.expectedOneOf(typeNames, given: typeName)])
+            return nil
+        }
+        options.finish()
+        return ComponentDefinition(
+            id: id, kind: kind, typeName: typeName, inputs: inputs, buffer: buffer ?? (kind == .source ? nil : .default),
+            blueprint: blueprint, mark: keyMark)
+    }
+
+    private func readInputs(_ options: ConfigMapping, id: String, kind: ComponentKind) -> [String] {
+        guard
+            let node = options.required(
+                "inputs", note: "add 'inputs: [ID, ...]' naming the sources or transforms it reads from"),
+            let list = node.stringList()
+        else { return [] }
+        if list.isEmpty {
+            log.error(
+                "\(kind.rawValue) '\(id)' has an empty 'inputs' list", at: node.mark,
+                notes: ["name at least one source or transform to read from"])
+        }
+        var seen: Set<String> = []
+        var inputs: [String] = []
+        for (input, mark) in list {
+            if !seen.insert(input).inserted {
+                log.error("input '\(input)' is listed twice for \(kind.rawValue) '\(id)'", at: mark)
+                continue
+            }
+            inputs.append(input)
+            inputMarks[Key(id: id, input: input)] = mark
+        }
+        return inputs
+    }
+
+    private func readBuffer(_ node: ConfigNode?) -> BufferPolicy? {
+        guard let node else { return nil }
+        if node.isWord("unbounded") { return .unbounded }
+        if case .scalar = node.node.content {
+            log.error(
+                "expected a mapping or 'unbounded' for 'buffer', found \(node.node.kindDescription)", at: node.mark,
+                notes: ["write 'buffer: {max_events: 1000, when_full: block}' or 'buffer: unbounded'"])
+            return nil
+        }
+        guard let buffer = node.mapping() else { return nil }
+        let maxEvents = buffer.value("max_events")?.int(in: 1...BufferPolicy.maxEventsLimit) ?? 1000
+        let whenFull = buffer.value("when_full")?.choice(WhenFull.self) ?? .block
+        buffer.finish()
+        return whenFull.policy(maxEvents: maxEvents)
+    }
+
+    // MARK: - Metrics
+
+    private func readMetrics(_ node: ConfigNode?) -> MetricsSettings {
+        var settings = MetricsSettings()
+        guard let node, let metrics = node.mapping() else { return settings }
+        if let interval = metrics.value("interval_secs")?.double(in: 0...86_400) { settings.intervalSecs = interval }
+        if let to = metrics.value("to")?.string() {
+            if to.isEmpty {
+                log.error("'to' must be stdout, stderr or a file path", at: metrics.value("to")?.mark)
+            } else {
+                settings.destination = MetricsSettings.Destination(to)
+            }
+        }
+        if let format = metrics.value("format")?.choice(MetricsSettings.Format.self) { settings.format = format }
+        metrics.finish()
+        return settings
+    }
+
+    // MARK: - Graph
+
+    /// Where each input reference was written, for messages about the edge rather than the component.
+    private struct Key: Hashable {
+        let id: String
+        let input: String
+    }
+
+    private var inputMarks: [Key: YAMLMark] = [:]
+
+    private func checkGraph(
+        _ components: [ComponentDefinition], ids: [String: (kind: ComponentKind, line: Int)], root: YAMLNode
+    ) {
+        let producers = ids.filter { $0.value.kind != .sink }.keys.sorted()
+        for component in components {
+            for input in component.inputs {
+                let mark = inputMarks[Key(id: component.id, input: input)] ?? component.mark
+                guard let target = ids[input] else {
+                    log.error(
+                        "unknown input '\(input)' for \(component.kind.rawValue) '\(component.id)'", at: mark,
+                        notes: [Suggestion.expectedOneOf(producers, given: input)])
+                    continue
+                }
+                if target.kind == .sink {
+                    log.error(
+                        "'\(input)' is a sink and cannot be an input", at: mark,
+                        notes: ["inputs name sources or transforms: " + producers.joined(separator: ", ")])
+                }
+                if input == component.id {
+                    log.error("\(component.kind.rawValue) '\(component.id)' lists itself as an input", at: mark)
+                }
+            }
+        }
+        checkCycles(components)
+        if !ids.values.contains(where: { $0.kind == .source }) {
+            log.error(
+                "the pipeline has no sources", at: root.mark,
+                notes: ["add a 'sources' section, for example 'sources: {in: {type: stdin}}'"])
+        }
+        if !ids.values.contains(where: { $0.kind == .sink }) {
+            log.error(
+                "the pipeline has no sinks", at: root.mark,
+                notes: ["add a 'sinks' section, for example 'sinks: {out: {type: stdout, inputs: [in]}}'"])
+        }
+        let consumed = Set(components.flatMap(\.inputs))
+        for component in components where component.kind != .sink && !consumed.contains(component.id) {
+            log.error(
+                "\(component.kind.rawValue) '\(component.id)' is not an input of any transform or sink",
+                at: component.mark, notes: ["its events would go nowhere; name it in some component's 'inputs'"])
+        }
+    }
+
+    /// Reports each cycle among transforms once, at the first transform of the cycle in file order.
+    private func checkCycles(_ components: [ComponentDefinition]) {
+        let transforms = Dictionary(
+            components.filter { $0.kind == .transform }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var state: [String: Bool] = [:]  // false: on the current path; true: finished
+        var reported: Set<String> = []
+        func visit(_ id: String, path: [String]) {
+            if state[id] == true { return }
+            if state[id] == false {
+                guard let start = path.firstIndex(of: id) else { return }
+                let cycle = Array(path[start...])
+                guard reported.isDisjoint(with: cycle), let first = transforms[cycle[0]] else { return }
+                reported.formUnion(cycle)
+                let names = (cycle + [id]).map { "'\($0)'" }.joined(separator: " -> ")
+                log.error(
+                    "transforms \(names) form a cycle", at: first.mark,
+                    notes: ["events would circle forever; a pipeline must flow from sources to sinks"])
+                return
+            }
+            state[id] = false
+            for input in transforms[id]?.inputs ?? [] where transforms[input] != nil {
+                visit(input, path: path + [id])
+            }
+            state[id] = true
+        }
+        for component in components where component.kind == .transform { visit(component.id, path: []) }
+    }
+}

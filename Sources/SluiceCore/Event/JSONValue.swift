@@ -1,0 +1,100 @@
+/// A dynamic JSON value: the payload of every event.
+///
+/// Integers stay integers (`Int64`) and objects keep their keys in the order they were written.
+public enum JSONValue: Sendable, Hashable {
+    /// `null`.
+    case null
+    /// `true` or `false`.
+    case bool(Bool)
+    /// A number written without fraction or exponent that fits in 64 bits.
+    case int(Int64)
+    /// Any other number; always finite.
+    case double(Double)
+    /// A string.
+    case string(String)
+    /// An array.
+    case array([JSONValue])
+    /// An object with its keys in order.
+    case object(JSONObject)
+}
+
+/// A JSON object whose keys keep the order they were written or set in.
+///
+/// Lookups are linear, which beats hashing for the ten-odd keys a typical event has. Keys are unique: setting an
+/// existing key replaces its value in place.
+public struct JSONObject: Sendable, Hashable, ExpressibleByDictionaryLiteral {
+    /// The key-value pairs, in order.
+    public private(set) var fields: [Field]
+
+    /// One key and its value.
+    public struct Field: Sendable, Hashable {
+        /// The key.
+        public var key: String
+        /// The value.
+        public var value: JSONValue
+
+        public init(key: String, value: JSONValue) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    public init() { fields = [] }
+
+    /// Creates an object from pairs whose keys are already known to be unique.
+    init(uniqueFields: [Field]) { fields = uniqueFields }
+
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        fields = []
+        fields.reserveCapacity(elements.count)
+        for (key, value) in elements { self[key] = value }
+    }
+
+    /// The number of keys.
+    public var count: Int { fields.count }
+
+    /// The value for `key`, or `nil`; setting `nil` removes the key, setting a new key appends it.
+    public subscript(key: String) -> JSONValue? {
+        get {
+            for field in fields where field.key == key { return field.value }
+            return nil
+        }
+        set {
+            if let index = fields.firstIndex(where: { $0.key == key }) {
+                if let newValue { fields[index].value = newValue } else { fields.remove(at: index) }
+            } else if let newValue {
+                fields.append(Field(key: key, value: newValue))
+            }
+        }
+    }
+}
+
+extension JSONValue {
+    /// The object's value for `key`, or `nil` when this is not an object or has no such key.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+
+    /// The string, when this value is one.
+    public var stringValue: String? {
+        if case .string(let string) = self { return string }
+        return nil
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        var object = JSONObject()
+        for (key, value) in elements { object[key] = value }
+        self = .object(object)
+    }
+}

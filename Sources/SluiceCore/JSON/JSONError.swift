@@ -1,0 +1,14 @@
+/// Why a JSON text was rejected, and where.
+public struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong, for example "unterminated string".
+    public let reason: String
+    /// The byte offset of the problem within the text, starting at 0.
+    public let offset: Int
+
+    public init(_ reason: String, at offset: Int) {
+        self.reason = reason
+        self.offset = offset
+    }
+
+    public var description: String { "\(reason) at byte \(offset + 1)" }
+}

@@ -1,0 +1,99 @@
+/// Writes ``JSONValue``s as compact JSON bytes, appending to a caller-owned buffer so that a sink can encode a
+/// whole batch into one reused allocation.
+///
+/// Strings are escaped as RFC 8259 requires (quote, backslash, control characters) and otherwise written as UTF-8;
+/// doubles use Swift's shortest representation that reads back to the same value.
+public enum JSONWriter {
+    /// Appends the compact JSON text of `value` to `output`.
+    public static func write(_ value: JSONValue, to output: inout [UInt8]) {
+        switch value {
+        case .null: append("null", to: &output)
+        case .bool(let flag): append(flag ? "true" : "false", to: &output)
+        case .int(let number): writeInteger(number, to: &output)
+        case .double(let number): writeDouble(number, to: &output)
+        case .string(let string): writeString(string, to: &output)
+        case .array(let items):
+            output.append(UInt8(ascii: "["))
+            for (position, item) in items.enumerated() {
+                if position > 0 { output.append(UInt8(ascii: ",")) }
+                write(item, to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let object):
+            output.append(UInt8(ascii: "{"))
+            for (position, field) in object.fields.enumerated() {
+                if position > 0 { output.append(UInt8(ascii: ",")) }
+                writeString(field.key, to: &output)
+                output.append(UInt8(ascii: ":"))
+                write(field.value, to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// The compact JSON text of `value` as a string.
+    public static func string(_ value: JSONValue) -> String {
+        var output: [UInt8] = []
+        write(value, to: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends `string` as a quoted, escaped JSON string.
+    public static func writeString(_ string: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { bytes in
+            var clean = 0
+            for (position, byte) in bytes.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean..<position]))
+                appendEscape(byte, to: &output)
+                clean = position + 1
+            }
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean...]))
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscape(_ byte: UInt8, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\\"))
+        switch byte {
+        case 0x22: output.append(0x22)
+        case 0x5C: output.append(0x5C)
+        case 0x08: output.append(UInt8(ascii: "b"))
+        case 0x0C: output.append(UInt8(ascii: "f"))
+        case 0x0A: output.append(UInt8(ascii: "n"))
+        case 0x0D: output.append(UInt8(ascii: "r"))
+        case 0x09: output.append(UInt8(ascii: "t"))
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            output.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+            output.append(hex.utf8Start[Int(byte >> 4)])
+            output.append(hex.utf8Start[Int(byte & 0xF)])
+        }
+    }
+
+    private static func writeInteger(_ number: Int64, to output: inout [UInt8]) {
+        if number < 0 { output.append(UInt8(ascii: "-")) }
+        var magnitude = number.magnitude
+        // 20 digits hold UInt64.max; digits are produced backwards into a fixed tuple-free scratch.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var count = 0
+            repeat {
+                digits[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: digits[(20 - count)...]))
+        }
+    }
+
+    private static func writeDouble(_ number: Double, to output: inout [UInt8]) {
+        // Values are finite by construction (the reader rejects overflow); `null` guards any that are not.
+        guard number.isFinite else { return append("null", to: &output) }
+        output.append(contentsOf: number.description.utf8)
+    }
+
+    private static func append(_ text: StaticString, to output: inout [UInt8]) {
+        output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+}

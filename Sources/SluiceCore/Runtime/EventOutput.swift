@@ -1,0 +1,52 @@
+/// A component's outgoing edge: every batch goes to the input buffer of each consumer, in turn.
+///
+/// With a `block` consumer, ``send(_:)`` waits for room, which is how backpressure travels upstream.
+public final class EventOutput: Sendable {
+    private let targets: [EventBuffer]
+    private let metrics: ComponentMetrics
+
+    public init(targets: [EventBuffer], metrics: ComponentMetrics) {
+        self.targets = targets
+        self.metrics = metrics
+    }
+
+    /// Sends `batch` to every consumer and counts it once as sent.
+    public func send(_ batch: [Event]) async {
+        guard !batch.isEmpty else { return }
+        metrics.recordSent(batch.count)
+        for target in targets { await target.send(batch) }
+    }
+
+    /// Tells every consumer that this producer is done.
+    func finish() {
+        for target in targets { target.finishProducer() }
+    }
+}
+
+/// What a running source is given.
+public struct SourceContext: Sendable {
+    /// The source's id.
+    public let id: String
+    /// Where its batches go.
+    public let output: EventOutput
+    /// Its counters: lines read as received, discards by cause (sends are counted by ``output``).
+    public let metrics: ComponentMetrics
+    /// Where its warnings go.
+    public let log: Logger
+    /// Fires when the pipeline is asked to stop; the source then returns soon.
+    public let stop: StopSignal
+    /// The descriptor a `stdin` source reads.
+    public let standardInput: Int32
+}
+
+/// What a running sink is given.
+public struct SinkContext: Sendable {
+    /// The sink's id.
+    public let id: String
+    /// Its counters: events written as sent, discards by cause.
+    public let metrics: ComponentMetrics
+    /// Where its warnings go.
+    public let log: Logger
+    /// The writer a `stdout` sink uses, shared with metrics written to stdout.
+    public let standardOutput: OutputWriter
+}

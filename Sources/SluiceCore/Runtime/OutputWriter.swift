@@ -1,0 +1,85 @@
+public import Dispatch
+public import Synchronization
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// Why writing to a file descriptor failed.
+public enum OutputError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The reader went away (`EPIPE`), as when `sluice run p.yaml | head -1` has read its line.
+    case closedByReader
+    /// Any other failure, with the system's message.
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .closedByReader: "the reader closed the output"
+        case .failed(let message): message
+        }
+    }
+}
+
+/// Writes whole chunks to a file descriptor, in order, on a thread of its own, so that a slow reader blocks
+/// only this writer and never a thread of Swift's cooperative pool (there are two on this machine).
+///
+/// Several components may share one writer (the stdout sink and metrics on stdout): chunks never interleave,
+/// because every chunk is written completely on one serial queue.
+public final class OutputWriter: Sendable {
+    /// The descriptor written to.
+    public let fileDescriptor: Int32
+    private let ownsDescriptor: Bool
+    private let queue: DispatchQueue
+    /// Set by the first failure; every later write fails the same way without touching the descriptor.
+    private let failure = Mutex<OutputError?>(nil)
+
+    /// Creates a writer for `fileDescriptor`; when `ownsDescriptor` is true, ``close()`` closes it.
+    public init(fileDescriptor: Int32, label: String, ownsDescriptor: Bool = false) {
+        self.fileDescriptor = fileDescriptor
+        self.ownsDescriptor = ownsDescriptor
+        self.queue = DispatchQueue(label: "sluice.output.\(label)")
+    }
+
+    /// Opens `path` for writing, creating it if needed, and appending or truncating.
+    public static func open(path: String, append: Bool) throws(OutputError) -> OutputWriter {
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+        let descriptor = Glibc.open(path, flags, 0o644)
+        guard descriptor >= 0 else { throw .failed("cannot open '\(path)': \(String(cString: strerror(errno)))") }
+        return OutputWriter(fileDescriptor: descriptor, label: path, ownsDescriptor: true)
+    }
+
+    /// Writes all of `bytes`, suspending until they are written.
+    public func write(_ bytes: [UInt8]) async throws(OutputError) {
+        let result: OutputError? = await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: self.writeNow(bytes)) }
+        }
+        if let result { throw result }
+    }
+
+    /// Closes the descriptor if this writer owns it, after every pending write.
+    public func close() {
+        guard ownsDescriptor else { return }
+        queue.sync { _ = Glibc.close(fileDescriptor) }
+    }
+
+    /// Runs on the queue: loops over partial writes and `EINTR`.
+    private func writeNow(_ bytes: [UInt8]) -> OutputError? {
+        if let failed = failure.withLock({ $0 }) { return failed }
+        var error: OutputError?
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written >= 0 {
+                    offset += written
+                } else if errno == EINTR {
+                    continue
+                } else {
+                    error = errno == EPIPE ? .closedByReader : .failed(String(cString: strerror(errno)))
+                    return
+                }
+            }
+        }
+        if let error { failure.withLock { $0 = error } }
+        return error
+    }
+}

@@ -1,0 +1,98 @@
+internal import Synchronization
+
+/// The counters of one component: events received, sent and discarded by cause, its input buffer, and for sinks
+/// the end-to-end latency. Components update it once per batch.
+public final class ComponentMetrics: Sendable {
+    /// The component's id.
+    public let id: String
+    /// Its kind.
+    public let kind: ComponentKind
+    /// Its type name.
+    public let typeName: String
+    private let counters = Mutex(Counters())
+    private let inputBuffer = Mutex<EventBuffer?>(nil)
+
+    private struct Counters {
+        var received = 0
+        var sent = 0
+        var discarded = DiscardCounts()
+        var latency = LatencyHistogram()
+        /// Latencies since the last report, for the live view.
+        var recentLatency = LatencyHistogram()
+    }
+
+    public init(id: String, kind: ComponentKind, typeName: String) {
+        self.id = id
+        self.kind = kind
+        self.typeName = typeName
+    }
+
+    func attach(_ buffer: EventBuffer) {
+        inputBuffer.withLock { $0 = buffer }
+    }
+
+    /// Counts events that reached the component: lines or messages read by a source, events arriving at the
+    /// input buffer of any other component.
+    public func recordReceived(_ count: Int) {
+        counters.withLock { $0.received += count }
+    }
+
+    /// Counts events passed on (sources and transforms) or written out (sinks).
+    public func recordSent(_ count: Int) {
+        counters.withLock { $0.sent += count }
+    }
+
+    /// Counts discarded events under `cause`.
+    public func recordDiscarded(_ count: Int, cause: DiscardCause) {
+        counters.withLock { $0.discarded[cause] += count }
+    }
+
+    /// Counts several causes at once.
+    public func recordDiscarded(_ counts: DiscardCounts) {
+        guard counts.total > 0 else { return }
+        counters.withLock { $0.discarded.add(counts) }
+    }
+
+    /// Counts events written now, given their ingest times: sent, each with its latency since ingest.
+    public func recordWritten(ingestTimes: some Collection<UInt64>, at now: UInt64) {
+        var recent = LatencyHistogram()
+        for ingest in ingestTimes { recent.record(nanos: now &- ingest) }
+        counters.withLock { counters in
+            counters.sent += ingestTimes.count
+            counters.recentLatency.add(recent)
+        }
+    }
+
+    /// The counters now; each snapshot starts a new interval for the live latency figures.
+    public func snapshot() -> ComponentSnapshot {
+        let buffer = inputBuffer.withLock { $0 }?.snapshot()
+        return counters.withLock { counters in
+            let recent = counters.recentLatency
+            counters.latency.add(recent)
+            counters.recentLatency = LatencyHistogram()
+            return ComponentSnapshot(
+                id: id, kind: kind, typeName: typeName, received: counters.received, sent: counters.sent,
+                discarded: counters.discarded, buffer: buffer, recentLatency: recent,
+                totalLatency: counters.latency)
+        }
+    }
+}
+
+/// One component's counters at one moment.
+public struct ComponentSnapshot: Sendable, Equatable {
+    public var id: String
+    public var kind: ComponentKind
+    public var typeName: String
+    /// Events received so far.
+    public var received: Int
+    /// Events sent or written so far.
+    public var sent: Int
+    /// Events discarded so far, by cause.
+    public var discarded: DiscardCounts
+    /// The input buffer, or `nil` for sources.
+    public var buffer: BufferSnapshot?
+    /// Latencies since the previous snapshot (sinks only).
+    public var recentLatency: LatencyHistogram
+    /// Latencies since the start (sinks only).
+    public var totalLatency: LatencyHistogram
+}

@@ -1,0 +1,175 @@
+/// Renders a ``MetricsReport`` as text for people, one line of JSON, or Prometheus exposition; every format
+/// uses the same vocabulary (`received_events_total`, `discarded_events_total`, `buffer`, ...).
+public enum MetricsFormatter {
+    /// The report in `format`, ending with a newline.
+    public static func render(_ report: MetricsReport, as format: MetricsSettings.Format) -> String {
+        switch format {
+        case .text: text(report)
+        case .json: JSONWriter.string(json(report)) + "\n"
+        case .prometheus: prometheus(report)
+        }
+    }
+
+    // MARK: - JSON
+
+    /// The report as a JSON value, with the field names the README documents.
+    public static func json(_ report: MetricsReport) -> JSONValue {
+        var top = JSONObject()
+        top["type"] = "metrics"
+        top["final"] = .bool(report.final)
+        top["uptime_secs"] = .double(rounded(report.uptimeSecs, 3))
+        top["bottleneck"] = report.bottleneck.map { .string($0) } ?? .null
+        top["components"] = .array(report.components.map { component(report, $0) })
+        return .object(top)
+    }
+
+    private static func component(_ report: MetricsReport, _ component: ComponentSnapshot) -> JSONValue {
+        var object = JSONObject()
+        object["component_id"] = .string(component.id)
+        object["component_kind"] = .string(component.kind.rawValue)
+        object["component_type"] = .string(component.typeName)
+        object["received_events_total"] = .int(Int64(component.received))
+        object["sent_events_total"] = .int(Int64(component.sent))
+        var discarded = JSONObject()
+        for cause in DiscardCause.allCases { discarded[cause.rawValue] = .int(Int64(component.discarded[cause])) }
+        object["discarded_events_total"] = .object(discarded)
+        let rate = report.rates[component.id]
+        object["received_events_per_sec"] = .double(rounded(rate?.received ?? 0, 1))
+        object["sent_events_per_sec"] = .double(rounded(rate?.sent ?? 0, 1))
+        if let buffer = component.buffer {
+            var fields = JSONObject()
+            fields["when_full"] = .string(buffer.whenFull)
+            fields["max_events"] = buffer.maxEvents.map { .int(Int64($0)) } ?? .null
+            fields["events"] = .int(Int64(buffer.events))
+            fields["high_water_events"] = .int(Int64(buffer.highWaterEvents))
+            fields["blocked_secs_total"] = .double(rounded(buffer.blockedSecsTotal, 3))
+            object["buffer"] = .object(fields)
+        } else {
+            object["buffer"] = .null
+        }
+        if component.kind == .sink {
+            let latency = report.latency(of: component)
+            object["latency_ms"] = [
+                "p50": latency.quantileMillis(0.5).map { .double(rounded($0, 3)) } ?? .null,
+                "p99": latency.quantileMillis(0.99).map { .double(rounded($0, 3)) } ?? .null,
+            ]
+        }
+        return .object(object)
+    }
+
+    // MARK: - Prometheus
+
+    private static func prometheus(_ report: MetricsReport) -> String {
+        var lines = ["# sluice report uptime_secs=\(rounded(report.uptimeSecs, 3)) final=\(report.final)"]
+        func metric(_ name: String, _ type: String, _ values: [(ComponentSnapshot, String, Double)?]) {
+            let present = values.compactMap { $0 }
+            guard !present.isEmpty else { return }
+            lines.append("# TYPE \(name) \(type)")
+            for (component, extra, value) in present {
+                var labels =
+                    "component_id=\"\(component.id)\",component_kind=\"\(component.kind.rawValue)\","
+                    + "component_type=\"\(component.typeName)\""
+                if !extra.isEmpty { labels += "," + extra }
+                lines.append("\(name){\(labels)} \(number(value))")
+            }
+        }
+        let all = report.components
+        metric("component_received_events_total", "counter", all.map { ($0, "", Double($0.received)) })
+        metric("component_sent_events_total", "counter", all.map { ($0, "", Double($0.sent)) })
+        metric(
+            "component_discarded_events_total", "counter",
+            all.flatMap { component in
+                DiscardCause.allCases.map { (component, "cause=\"\($0.rawValue)\"", Double(component.discarded[$0])) }
+            })
+        metric("buffer_events", "gauge", all.map { c in c.buffer.map { (c, "", Double($0.events)) } })
+        metric("buffer_max_events", "gauge", all.map { c in c.buffer?.maxEvents.map { (c, "", Double($0)) } })
+        metric("buffer_high_water_events", "gauge", all.map { c in c.buffer.map { (c, "", Double($0.highWaterEvents)) } })
+        metric(
+            "buffer_blocked_seconds_total", "counter",
+            all.map { c in c.buffer.map { (c, "", rounded($0.blockedSecsTotal, 6)) } })
+        metric(
+            "component_latency_milliseconds", "summary",
+            all.filter { $0.kind == .sink }.flatMap { component in
+                [0.5, 0.99].map { quantile in
+                    report.latency(of: component).quantileMillis(quantile).map {
+                        (component, "quantile=\"\(quantile)\"", rounded($0, 3))
+                    }
+                }
+            })
+        return lines.joined(separator: "\n") + "\n\n"
+    }
+
+    // MARK: - Text
+
+    private static func text(_ report: MetricsReport) -> String {
+        let header = [
+            "component", "kind", "type", "received", "sent", "in/s", "out/s", "discarded", "buffer", "blocked",
+            "p50/p99 ms",
+        ]
+        var rows = [header]
+        for component in report.components {
+            let rate = report.rates[component.id]
+            let discards = DiscardCause.allCases.filter { component.discarded[$0] > 0 }
+                .map { "\($0.rawValue)=\(component.discarded[$0])" }.joined(separator: " ")
+            var buffer = "-"
+            var blocked = "-"
+            if let snapshot = component.buffer {
+                let capacity = snapshot.maxEvents.map(String.init) ?? "∞"
+                buffer = "\(snapshot.whenFull) \(snapshot.events)/\(capacity) hw \(snapshot.highWaterEvents)"
+                blocked = String(format3(snapshot.blockedSecsTotal)) + "s"
+            }
+            var latency = "-"
+            if component.kind == .sink {
+                let histogram = report.latency(of: component)
+                if let p50 = histogram.quantileMillis(0.5), let p99 = histogram.quantileMillis(0.99) {
+                    latency = "\(format3(p50))/\(format3(p99))"
+                }
+            }
+            rows.append([
+                component.id, component.kind.rawValue, component.typeName, String(component.received),
+                String(component.sent), String(Int((rate?.received ?? 0).rounded())),
+                String(Int((rate?.sent ?? 0).rounded())), discards.isEmpty ? "-" : discards, buffer, blocked,
+                latency,
+            ])
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        var lines = [
+            "── sluice metrics\(report.final ? " (final)" : "") · uptime \(format3(report.uptimeSecs))s "
+                + String(repeating: "─", count: 40)
+        ]
+        for row in rows {
+            lines.append(
+                row.enumerated().map { column, cell in
+                    let pad = String(repeating: " ", count: widths[column] - cell.count)
+                    // Numbers align right, words left.
+                    return (3...6).contains(column) ? pad + cell : cell + pad
+                }.joined(separator: "  ").trimmingTrailingSpaces())
+        }
+        if let bottleneck = report.bottleneck {
+            lines.append("bottleneck: \(bottleneck) (its input buffer is full or its producers are waiting)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    // MARK: - Numbers
+
+    private static func rounded(_ value: Double, _ digits: Int) -> Double {
+        var scale = 1.0
+        for _ in 0..<digits { scale *= 10 }
+        return (value * scale).rounded() / scale
+    }
+
+    private static func format3(_ value: Double) -> String { number(rounded(value, 3)) }
+
+    private static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}
+
+extension String {
+    fileprivate func trimmingTrailingSpaces() -> String {
+        var copy = self
+        while copy.last == " " { copy.removeLast() }
+        return copy
+    }
+}

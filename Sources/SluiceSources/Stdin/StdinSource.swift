@@ -1,0 +1,115 @@
+internal import SluiceCore
+
+/// Reads standard input in 64 KiB chunks, splits lines, decodes each into an event, and sends one batch per
+/// chunk. While a `block` buffer downstream is full, ``EventOutput/send(_:)`` waits and no more is read, so the
+/// pipe pushes back on whoever writes to it.
+struct StdinSource: Source {
+    let config: StdinSourceConfig
+
+    private static let chunkBytes = 1 << 16
+    private static let batchLimit = 1024
+
+    func run(_ context: SourceContext) async throws {
+        let reader = DescriptorReader(fileDescriptor: context.standardInput)
+        context.stop.onStop { reader.wake() }
+        var splitter = LineSplitter(maxLineBytes: config.maxLineBytes)
+        var decoder = LineDecoder(decoding: config.decoding, sourceID: context.id, log: context.log)
+        reading: while true {
+            switch await reader.read(limit: Self.chunkBytes) {
+            case .data(let chunk):
+                let batch = chunk.withUnsafeBufferPointer { bytes in
+                    decoder.decode { emit in splitter.feed(bytes, emit) }
+                }
+                context.metrics.recordReceived(decoder.takeReceived())
+                context.metrics.recordDiscarded(decoder.takeDiscards())
+                await send(batch, to: context.output)
+            case .end, .stopped:
+                break reading
+            case .failed(let message):
+                throw StdinError(message: message)
+            }
+        }
+        let last = decoder.decode { emit in splitter.finish(emit) }
+        context.metrics.recordReceived(decoder.takeReceived())
+        context.metrics.recordDiscarded(decoder.takeDiscards())
+        await send(last, to: context.output)
+        decoder.finish()
+    }
+
+    private func send(_ events: [Event], to output: EventOutput) async {
+        if events.count <= Self.batchLimit { return await output.send(events) }
+        var start = 0
+        while start < events.count {
+            let end = min(events.count, start + Self.batchLimit)
+            await output.send(Array(events[start..<end]))
+            start = end
+        }
+    }
+}
+
+/// The failure that ends a `stdin` source: reading the descriptor failed.
+struct StdinError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+/// Turns lines into events, counting lines as received and bad ones as discarded, and reporting bad lines on
+/// standard error without flooding it.
+struct LineDecoder {
+    let decoding: EventDecoding
+    let sourceID: String
+    let log: Logger
+    private var received = 0
+    private var discards = DiscardCounts()
+    private var reporter = RateLimitedReporter()
+
+    init(decoding: EventDecoding, sourceID: String, log: Logger) {
+        self.decoding = decoding
+        self.sourceID = sourceID
+        self.log = log
+    }
+
+    /// Runs `split`, which calls back with each line, and returns the events decoded from them.
+    mutating func decode(_ split: ((LineSplitter.Piece) -> Void) -> Void) -> [Event] {
+        let now = MonotonicClock.nanos()
+        var events: [Event] = []
+        split { piece in
+            received += 1
+            switch piece {
+            case .line(let bytes, let number):
+                do {
+                    events.append(Event(try decoding.decode(bytes), ingestNanos: now))
+                } catch {
+                    discards[.parseError] += 1
+                    let reason = bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } ? "an empty line" : "\(error)"
+                    reporter.report(to: log, now: now) {
+                        "\(sourceID): line \(number) is not valid JSON (\(reason)); counted under parse_error"
+                    } summary: { "\(sourceID): \($0) more lines were not valid JSON; see parse_error in the metrics" }
+                }
+            case .oversize(let number):
+                discards[.oversize] += 1
+                reporter.report(to: log, now: now) {
+                    "\(sourceID): line \(number) is longer than max_line_bytes; skipped and counted under oversize"
+                } summary: { "\(sourceID): \($0) more lines were skipped; see the metrics" }
+            }
+        }
+        return events
+    }
+
+    /// The lines counted since the last call.
+    mutating func takeReceived() -> Int {
+        defer { received = 0 }
+        return received
+    }
+
+    /// The discards counted since the last call.
+    mutating func takeDiscards() -> DiscardCounts {
+        defer { discards = DiscardCounts() }
+        return discards
+    }
+
+    /// Writes the summary of any messages still suppressed.
+    mutating func finish() {
+        reporter.flush(to: log, force: true) { "\(sourceID): \($0) more bad lines; see the metrics" }
+    }
+}

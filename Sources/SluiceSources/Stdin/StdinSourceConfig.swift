@@ -1,0 +1,19 @@
+public import SluiceCore
+
+/// Options of the `stdin` source.
+public struct StdinSourceConfig: SourceConfig {
+    public static let typeName = "stdin"
+    public static let summary = "Events from standard input: one JSON value, or one text line, per line."
+
+    /// How each line becomes an event.
+    public var decoding = EventDecoding.json
+    /// Lines longer than this are skipped whole and counted under `oversize`.
+    public var maxLineBytes = 1 << 20
+
+    public init(reading options: ConfigMapping) {
+        if let decoding = options.value("decoding")?.choice(EventDecoding.self) { self.decoding = decoding }
+        if let limit = options.value("max_line_bytes")?.int(in: 1...(1 << 30)) { maxLineBytes = limit }
+    }
+
+    public func makeSource() -> any Source { StdinSource(config: self) }
+}
