@@ -29,7 +29,7 @@ public struct PipelineLoader {
             root = try YAMLParser.parse(text)
         } catch {
             var notes: [String] = []
-            if let context = error.context { notes.append("while \(context)") }
+            if let context = error.context { notes.append(context) }
             log.error("invalid YAML: \(error.message)", at: error.mark, notes: notes)
             return Result(definition: nil, diagnostics: log.diagnostics)
         }
@@ -207,7 +207,11 @@ private final class Reader {
                 guard let target = ids[input] else {
                     log.error(
                         "unknown input '\(input)' for \(component.kind.rawValue) '\(component.id)'", at: mark,
-                        notes: [Suggestion.expectedOneOf(producers, given: input)])
+                        notes: [
+                            producers.isEmpty
+                                ? "the pipeline has no sources or transforms to read from"
+                                : Suggestion.expectedOneOf(producers, given: input)
+                        ])
                     continue
                 }
                 if target.kind == .sink {

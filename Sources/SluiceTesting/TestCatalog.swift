@@ -1,0 +1,131 @@
+public import SluiceCore
+internal import Synchronization
+
+/// Component doubles for tests of the core: a counting source, a list source, a pass-through transform and a
+/// collecting sink, registered in a catalog of their own.
+public enum TestCatalog {
+    /// The catalog of test doubles.
+    public static let catalog = ComponentCatalog(
+        sources: [CounterSourceConfig.self, ListSourceConfig.self],
+        transforms: [PassTransformConfig.self],
+        sinks: [CollectSinkConfig.self])
+}
+
+/// `counter`: emits the integers `0..<count` in batches of 100, then ends.
+public struct CounterSourceConfig: SourceConfig {
+    public static let typeName = "counter"
+    public static let summary = "Test double: the integers 0..<count."
+    public var count = 10
+
+    public init(reading options: ConfigMapping) {
+        if let count = options.value("count")?.int(in: 0...1_000_000_000) { self.count = count }
+    }
+
+    public func makeSource() -> any Source { CounterSource(count: count) }
+}
+
+struct CounterSource: Source {
+    let count: Int
+
+    func run(_ context: SourceContext) async throws {
+        var next = 0
+        while next < count, !context.stop.isStopped {
+            let end = min(count, next + 100)
+            let now = MonotonicClock.nanos()
+            let batch = (next..<end).map { Event(.int(Int64($0)), ingestNanos: now) }
+            context.metrics.recordReceived(batch.count)
+            await context.output.send(batch)
+            next = end
+        }
+    }
+}
+
+/// `list`: emits the JSON values given in `values` (JSON text each), then ends.
+public struct ListSourceConfig: SourceConfig {
+    public static let typeName = "list"
+    public static let summary = "Test double: the given JSON values."
+    public var values: [JSONValue] = []
+
+    public init(reading options: ConfigMapping) {
+        for (text, _) in options.value("values")?.stringList() ?? [] {
+            if let value = try? JSONReader.parse(text) { values.append(value) }
+        }
+    }
+
+    public func makeSource() -> any Source { ListSource(values: values) }
+}
+
+struct ListSource: Source {
+    let values: [JSONValue]
+
+    func run(_ context: SourceContext) async throws {
+        context.metrics.recordReceived(values.count)
+        await context.output.send(values.map { Event($0, ingestNanos: MonotonicClock.nanos()) })
+    }
+}
+
+/// `pass`: passes every event on; with `drop_every: N`, discards every Nth event under `filtered`.
+public struct PassTransformConfig: TransformConfig {
+    public static let typeName = "pass"
+    public static let summary = "Test double: passes events on."
+    public var dropEvery = 0
+
+    public init(reading options: ConfigMapping) {
+        if let every = options.value("drop_every")?.int(in: 0...1_000_000) { dropEvery = every }
+    }
+
+    public func makeTransform() -> any Transform { PassTransform(dropEvery: dropEvery) }
+}
+
+struct PassTransform: Transform {
+    let dropEvery: Int
+    var seen = 0
+
+    mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
+        guard dropEvery > 0 else { return }
+        var kept: [Event] = []
+        for event in events {
+            seen += 1
+            if seen % dropEvery == 0 { discards[.filtered] += 1 } else { kept.append(event) }
+        }
+        events = kept
+    }
+}
+
+/// `collect`: keeps every event in ``CollectedEvents`` under the name given by `into` (default: the sink's id).
+public struct CollectSinkConfig: SinkConfig {
+    public static let typeName = "collect"
+    public static let summary = "Test double: keeps events for inspection."
+    public var name: String?
+
+    public init(reading options: ConfigMapping) {
+        name = options.value("into")?.string()
+    }
+
+    public func makeSink() -> any Sink { CollectSink(name: name) }
+}
+
+struct CollectSink: Sink {
+    let name: String?
+
+    func run(_ input: EventBuffer, _ context: SinkContext) async throws {
+        while let batch = await input.next() {
+            CollectedEvents.append(batch, to: name ?? context.id)
+            context.metrics.recordWritten(ingestTimes: batch.lazy.map(\.ingestNanos), at: MonotonicClock.nanos())
+        }
+    }
+}
+
+/// Where `collect` sinks keep their events; tests use distinct names so they can run in parallel.
+public enum CollectedEvents {
+    private static let store = Mutex<[String: [Event]]>([:])
+
+    static func append(_ events: [Event], to name: String) {
+        store.withLock { $0[name, default: []] += events }
+    }
+
+    /// Removes and returns everything collected under `name`.
+    public static func take(_ name: String) -> [Event] {
+        store.withLock { $0.removeValue(forKey: name) ?? [] }
+    }
+}

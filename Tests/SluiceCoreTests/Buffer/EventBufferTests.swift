@@ -1,0 +1,129 @@
+import SluiceCore
+import Testing
+
+struct EventBufferTests {
+    static func events(_ range: Range<Int>) -> [Event] { range.map { Event(.int(Int64($0))) } }
+    static func values(_ events: [Event]) -> [Int] {
+        events.map { if case .int(let n) = $0.value { Int(n) } else { -1 } }
+    }
+
+    func makeBuffer(_ policy: BufferPolicy, producers: Int = 1, maxBatch: Int = 1024) -> (EventBuffer, ComponentMetrics) {
+        let metrics = ComponentMetrics(id: "sink", kind: .sink, typeName: "test")
+        return (EventBuffer(policy: policy, producers: producers, owner: metrics, maxBatch: maxBatch), metrics)
+    }
+
+    /// Drains the buffer after its producers finished.
+    func drain(_ buffer: EventBuffer) async -> [Int] {
+        var taken: [Int] = []
+        while let batch = await buffer.next() { taken += Self.values(batch) }
+        return taken
+    }
+
+    @Test func dropNewestKeepsTheOldestAndCountsTheRest() async {
+        let (buffer, metrics) = makeBuffer(.dropNewest(maxEvents: 10))
+        await buffer.send(Self.events(0..<6))
+        await buffer.send(Self.events(6..<15))
+        buffer.finishProducer()
+        #expect(buffer.snapshot().highWaterEvents == 10)
+        #expect(await drain(buffer) == Array(0..<10))
+        let snapshot = metrics.snapshot()
+        #expect(snapshot.received == 15)
+        #expect(snapshot.discarded[.bufferFull] == 5)
+    }
+
+    @Test func dropOldestKeepsTheNewestAndCountsTheRest() async {
+        let (buffer, metrics) = makeBuffer(.dropOldest(maxEvents: 10))
+        await buffer.send(Self.events(0..<6))
+        await buffer.send(Self.events(6..<15))
+        await buffer.send(Self.events(15..<40))
+        buffer.finishProducer()
+        #expect(await drain(buffer) == Array(30..<40))
+        #expect(metrics.snapshot().discarded[.bufferFull] == 30)
+        #expect(metrics.snapshot().received == 40)
+    }
+
+    @Test func unboundedKeepsEverything() async {
+        let (buffer, metrics) = makeBuffer(.unbounded)
+        for start in stride(from: 0, to: 5000, by: 100) { await buffer.send(Self.events(start..<start + 100)) }
+        buffer.finishProducer()
+        #expect(buffer.snapshot().events == 5000)
+        #expect(await drain(buffer) == Array(0..<5000))
+        #expect(metrics.snapshot().discarded.total == 0)
+    }
+
+    @Test func theConsumerTakesAtMostOneBatchLimitAcrossSmallBatches() async {
+        let (buffer, _) = makeBuffer(.unbounded, maxBatch: 8)
+        for value in 0..<20 { await buffer.send(Self.events(value..<value + 1)) }
+        buffer.finishProducer()
+        #expect(await buffer.next()?.count == 8)
+        #expect(await buffer.next()?.count == 8)
+        #expect(await buffer.next()?.count == 4)
+        #expect(await buffer.next() == nil)
+    }
+
+    @Test func blockNeverExceedsCapacityAndLosesNothing() async {
+        let (buffer, metrics) = makeBuffer(.block(maxEvents: 50), producers: 2, maxBatch: 7)
+        async let first: Void = {
+            for start in stride(from: 0, to: 10_000, by: 37) { await buffer.send(Self.events(start..<min(10_000, start + 37))) }
+            buffer.finishProducer()
+        }()
+        async let second: Void = {
+            for start in stride(from: 10_000, to: 20_000, by: 100) { await buffer.send(Self.events(start..<start + 100)) }
+            buffer.finishProducer()
+        }()
+        var taken: [Int] = []
+        while let batch = await buffer.next() {
+            #expect(batch.count <= 7)
+            taken += Self.values(batch)
+        }
+        _ = await (first, second)
+        #expect(taken.count == 20_000)
+        // Each producer's events stay in order.
+        #expect(taken.filter { $0 < 10_000 } == Array(0..<10_000))
+        #expect(taken.filter { $0 >= 10_000 } == Array(10_000..<20_000))
+        let snapshot = buffer.snapshot()
+        #expect(snapshot.highWaterEvents <= 50)
+        #expect(metrics.snapshot().received == 20_000)
+        #expect(metrics.snapshot().discarded.total == 0)
+    }
+
+    @Test func aBlockedProducerWaitsUntilTheConsumerMakesRoom() async {
+        let (buffer, _) = makeBuffer(.block(maxEvents: 4))
+        await buffer.send(Self.events(0..<4))
+        let producer = Task {
+            await buffer.send(Self.events(4..<6))
+            buffer.finishProducer()
+        }
+        // Wait (bounded) until the producer is parked on the full buffer.
+        for _ in 0..<100_000 where buffer.snapshot().producersBlocked == 0 { await Task.yield() }
+        #expect(buffer.snapshot().producersBlocked == 1)
+        // The producer cannot finish until room is made, so the next batch is exactly the first four.
+        #expect(Self.values(await buffer.next() ?? []) == [0, 1, 2, 3])
+        await producer.value
+        #expect(Self.values(await buffer.next() ?? []) == [4, 5])
+        #expect(await buffer.next() == nil)
+        #expect(buffer.snapshot().blockedSecsTotal > 0)
+    }
+
+    @Test func closingDiscardsWhatIsBufferedAndWhatArrivesAndReleasesProducers() async {
+        let (buffer, metrics) = makeBuffer(.block(maxEvents: 3))
+        await buffer.send(Self.events(0..<3))
+        let producer = Task { await buffer.send(Self.events(3..<8)) }
+        buffer.close()
+        await producer.value
+        let snapshot = metrics.snapshot()
+        #expect(snapshot.received == 8)
+        #expect(snapshot.discarded[.error] == 8)
+    }
+}
+
+struct BufferPolicyTests {
+    @Test func wordsAndCapacities() {
+        #expect(BufferPolicy.block(maxEvents: 5).whenFull == "block")
+        #expect(BufferPolicy.dropNewest(maxEvents: 5).whenFull == "drop_newest")
+        #expect(BufferPolicy.dropOldest(maxEvents: 5).whenFull == "drop_oldest")
+        #expect(BufferPolicy.unbounded.whenFull == "unbounded")
+        #expect(BufferPolicy.unbounded.maxEvents == nil)
+        #expect(BufferPolicy.default == .block(maxEvents: 1000))
+    }
+}

@@ -1,0 +1,71 @@
+@testable import SluiceCore
+import SluiceTesting
+import Synchronization
+import Testing
+
+struct PipelineRunnerTests {
+    func load(_ text: String) throws -> PipelineDefinition {
+        let result = PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text)
+        #expect(result.diagnostics.isEmpty, "\(result.diagnostics)")
+        return try #require(result.definition)
+    }
+
+    func run(_ definition: PipelineDefinition) async -> (RunOutcome, MetricsReport) {
+        let runner = PipelineRunner(
+            definition: definition,
+            environment: RuntimeEnvironment(
+                standardInput: -1, standardOutput: OutputWriter(fileDescriptor: -1, label: "unused"),
+                log: Logger { _ in }))
+        let outcome = await runner.run(reporter: nil)
+        let report = MetricsReporter(
+            settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,
+            writer: OutputWriter(fileDescriptor: -1, label: "unused")
+        ).makeReport(final: true)
+        return (outcome, report)
+    }
+
+    @Test func fanOutSendsEveryEventToEachConsumerAndMergeJoinsInputs() async throws {
+        let definition = try load(
+            """
+            sources:
+              a: {type: counter, count: 5000}
+              b: {type: counter, count: 300}
+            transforms:
+              t: {type: pass, inputs: [a, b], drop_every: 10}
+            sinks:
+              one: {type: collect, inputs: [t], into: fan-one}
+              two: {type: collect, inputs: [t, a], into: fan-two, buffer: {max_events: 64}}
+            """)
+        let (outcome, report) = await run(definition)
+        #expect(outcome == RunOutcome(failures: [], outputClosed: false))
+        let one = CollectedEvents.take("fan-one")
+        let two = CollectedEvents.take("fan-two")
+        #expect(one.count == 5300 - 530)
+        #expect(two.count == 5300 - 530 + 5000)
+        let byID = Dictionary(uniqueKeysWithValues: report.components.map { ($0.id, $0) })
+        #expect(byID["t"]?.received == 5300)
+        #expect(byID["t"]?.discarded[.filtered] == 530)
+        #expect(byID["two"]?.buffer?.highWaterEvents ?? .max <= 64)
+        // Conservation: at exit, every component has received = sent + discarded.
+        for component in report.components {
+            #expect(component.received == component.sent + component.discarded.total, "\(component.id)")
+            #expect(component.buffer?.events ?? 0 == 0)
+        }
+    }
+
+    @Test func dropPoliciesCountWhatTheyDiscard() async throws {
+        let definition = try load(
+            """
+            sources:
+              in: {type: counter, count: 100000}
+            sinks:
+              out: {type: collect, inputs: [in], into: drops, buffer: {max_events: 10, when_full: drop_newest}}
+            """)
+        let (_, report) = await run(definition)
+        let sink = try #require(report.components.last)
+        let collected = CollectedEvents.take("drops")
+        #expect(sink.received == 100_000)
+        #expect(sink.sent == collected.count)
+        #expect(sink.sent + sink.discarded[.bufferFull] == 100_000)
+    }
+}

@@ -1,0 +1,89 @@
+@testable import SluiceCore
+import Testing
+
+struct MetricsFormatterTests {
+    static func report() -> MetricsReport {
+        var discards = DiscardCounts()
+        discards[.parseError] = 2
+        var latency = LatencyHistogram()
+        for _ in 0..<99 { latency.record(nanos: 300_000) }
+        latency.record(nanos: 1_900_000)
+        let source = ComponentSnapshot(
+            id: "in", kind: .source, typeName: "stdin", received: 1202, sent: 1200, discarded: discards, buffer: nil,
+            recentLatency: LatencyHistogram(), totalLatency: LatencyHistogram())
+        let sink = ComponentSnapshot(
+            id: "out", kind: .sink, typeName: "stdout", received: 1200, sent: 1200, discarded: DiscardCounts(),
+            buffer: BufferSnapshot(
+                whenFull: "block", maxEvents: 1000, events: 0, highWaterEvents: 1000, blockedSecsTotal: 0.42,
+                producersBlocked: 0),
+            recentLatency: latency, totalLatency: latency)
+        return MetricsReport(
+            final: false, uptimeSecs: 3, components: [source, sink], rates: ["in": (400, 400), "out": (400, 400)],
+            bottleneck: "out")
+    }
+
+    @Test func jsonIsOneLineWithTheDocumentedNames() {
+        let text = MetricsFormatter.render(Self.report(), as: .json)
+        #expect(
+            text
+                == #"{"type":"metrics","final":false,"uptime_secs":3.0,"bottleneck":"out","components":["#
+                + #"{"component_id":"in","component_kind":"source","component_type":"stdin","received_events_total":1202,"#
+                + #""sent_events_total":1200,"discarded_events_total":{"buffer_full":0,"parse_error":2,"oversize":0,"#
+                + #""filtered":0,"error":0},"received_events_per_sec":400.0,"sent_events_per_sec":400.0,"buffer":null},"#
+                + #"{"component_id":"out","component_kind":"sink","component_type":"stdout","received_events_total":1200,"#
+                + #""sent_events_total":1200,"discarded_events_total":{"buffer_full":0,"parse_error":0,"oversize":0,"#
+                + #""filtered":0,"error":0},"received_events_per_sec":400.0,"sent_events_per_sec":400.0,"#
+                + #""buffer":{"when_full":"block","max_events":1000,"events":0,"high_water_events":1000,"#
+                + #""blocked_secs_total":0.42},"latency_ms":{"p50":0.32,"p99":0.32}}]}"# + "\n")
+    }
+
+    @Test func prometheusUsesTheSameVocabulary() {
+        let text = MetricsFormatter.render(Self.report(), as: .prometheus)
+        #expect(text.contains(#"component_received_events_total{component_id="out",component_kind="sink",component_type="stdout"} 1200"#))
+        #expect(text.contains(#"component_discarded_events_total{component_id="in",component_kind="source",component_type="stdin",cause="parse_error"} 2"#))
+        #expect(text.contains(#"buffer_max_events{component_id="out",component_kind="sink",component_type="stdout"} 1000"#))
+        #expect(text.contains(#"buffer_blocked_seconds_total{component_id="out",component_kind="sink",component_type="stdout"} 0.42"#))
+        #expect(text.contains("# TYPE component_sent_events_total counter"))
+    }
+
+    @Test func textNamesTheBottleneck() {
+        let text = MetricsFormatter.render(Self.report(), as: .text)
+        #expect(text.contains("parse_error=2"))
+        #expect(text.contains("block 0/1000 hw 1000"))
+        #expect(text.hasSuffix("bottleneck: out (its input buffer is full or its producers are waiting)\n"))
+    }
+}
+
+struct LatencyHistogramTests {
+    @Test func quantilesAreWithinABucket() throws {
+        var histogram = LatencyHistogram()
+        for micros in 1...1000 { histogram.record(nanos: UInt64(micros) * 1000) }
+        let p50 = try #require(histogram.quantileMillis(0.5))
+        let p99 = try #require(histogram.quantileMillis(0.99))
+        #expect(p50 >= 0.5 && p50 <= 0.5 * 1.13)
+        #expect(p99 >= 0.99 && p99 <= 0.99 * 1.13)
+        #expect(LatencyHistogram().quantileMillis(0.5) == nil)
+    }
+}
+
+struct BottleneckTests {
+    func component(_ id: String, events: Int, max: Int) -> ComponentSnapshot {
+        ComponentSnapshot(
+            id: id, kind: .sink, typeName: "t", received: 0, sent: 0, discarded: DiscardCounts(),
+            buffer: BufferSnapshot(
+                whenFull: "block", maxEvents: max, events: events, highWaterEvents: events, blockedSecsTotal: 0,
+                producersBlocked: 0),
+            recentLatency: LatencyHistogram(), totalLatency: LatencyHistogram())
+    }
+
+    @Test func theMostDownstreamFullBufferIsTheBottleneck() {
+        // a -> b -> c, with b and c full: c holds everything back.
+        let consumers = ["a": ["b"], "b": ["c"], "c": []]
+        let full = [component("a", events: 0, max: 10), component("b", events: 10, max: 10), component("c", events: 10, max: 10)]
+        #expect(MetricsReport.findBottleneck(full, previous: [:], consumers: consumers) == "c")
+        let onlyB = [component("a", events: 0, max: 10), component("b", events: 10, max: 10), component("c", events: 1, max: 10)]
+        #expect(MetricsReport.findBottleneck(onlyB, previous: [:], consumers: consumers) == "b")
+        let none = [component("a", events: 0, max: 10), component("b", events: 1, max: 10), component("c", events: 1, max: 10)]
+        #expect(MetricsReport.findBottleneck(none, previous: [:], consumers: consumers) == nil)
+    }
+}
