@@ -19,6 +19,7 @@ public enum MetricsFormatter {
         top["final"] = .bool(report.final)
         top["uptime_secs"] = .double(rounded(report.uptimeSecs, 3))
         top["bottleneck"] = report.bottleneck.map { .string($0) } ?? .null
+        top["process"] = ["max_rss_bytes": .int(Int64(report.maxRSSBytes))]
         top["components"] = .array(report.components.map { component(report, $0) })
         return .object(top)
     }
@@ -60,7 +61,11 @@ public enum MetricsFormatter {
     // MARK: - Prometheus
 
     private static func prometheus(_ report: MetricsReport) -> String {
-        var lines = ["# sluice report uptime_secs=\(rounded(report.uptimeSecs, 3)) final=\(report.final)"]
+        var lines = [
+            "# sluice report uptime_secs=\(rounded(report.uptimeSecs, 3)) final=\(report.final)",
+            "# TYPE process_max_resident_memory_bytes gauge",
+            "process_max_resident_memory_bytes \(report.maxRSSBytes)",
+        ]
         func metric(_ name: String, _ type: String, _ values: [(ComponentSnapshot, String, Double)?]) {
             let present = values.compactMap { $0 }
             guard !present.isEmpty else { return }
@@ -134,8 +139,8 @@ public enum MetricsFormatter {
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         var lines = [
-            "── sluice metrics\(report.final ? " (final)" : "") · uptime \(format3(report.uptimeSecs))s "
-                + String(repeating: "─", count: 40)
+            "── sluice metrics\(report.final ? " (final)" : "") · uptime \(format3(report.uptimeSecs))s · "
+                + "max rss \(report.maxRSSBytes / (1 << 20)) MiB " + String(repeating: "─", count: 30)
         ]
         for row in rows {
             lines.append(

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
 /// One metrics report: every component's counters at one moment, with rates over the interval since the
 /// previous report and the component holding the pipeline back, if one is.
 public struct MetricsReport: Sendable {
@@ -11,16 +15,26 @@ public struct MetricsReport: Sendable {
     public var rates: [String: (received: Double, sent: Double)]
     /// The id of the component that is holding the pipeline back, if any.
     public var bottleneck: String?
+    /// The process's peak resident memory so far, in bytes.
+    public var maxRSSBytes: Int
 
     public init(
         final: Bool, uptimeSecs: Double, components: [ComponentSnapshot],
-        rates: [String: (received: Double, sent: Double)] = [:], bottleneck: String? = nil
+        rates: [String: (received: Double, sent: Double)] = [:], bottleneck: String? = nil, maxRSSBytes: Int = 0
     ) {
         self.final = final
         self.uptimeSecs = uptimeSecs
         self.components = components
         self.rates = rates
         self.bottleneck = bottleneck
+        self.maxRSSBytes = maxRSSBytes
+    }
+
+    /// The peak resident memory of this process, in bytes.
+    public static func currentMaxRSSBytes() -> Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_maxrss * 1024
     }
 
     /// The latency figures a report shows for `component`: the last interval's, or the whole run's when final.

@@ -53,7 +53,7 @@ public final class MetricsReporter: Sendable {
             previous = (now, Dictionary(snapshots.map { ($0.id, $0) }, uniquingKeysWith: { $1 }))
             return MetricsReport(
                 final: final, uptimeSecs: Double(now &- startNanos) / 1e9, components: snapshots, rates: rates,
-                bottleneck: final ? nil : bottleneck)
+                bottleneck: final ? nil : bottleneck, maxRSSBytes: MetricsReport.currentMaxRSSBytes())
         }
     }
 

@@ -23,16 +23,20 @@ struct StdinSource: Source {
                 context.metrics.recordReceived(decoder.takeReceived())
                 context.metrics.recordDiscarded(decoder.takeDiscards())
                 await send(batch, to: context.output)
-            case .end, .stopped:
+            case .end:
+                // Only at the end of input is a last line without a newline complete.
+                let last = decoder.decode { emit in splitter.finish(emit) }
+                context.metrics.recordReceived(decoder.takeReceived())
+                context.metrics.recordDiscarded(decoder.takeDiscards())
+                await send(last, to: context.output)
+                break reading
+            case .stopped:
+                // Stopping ends at a line boundary: a partly read line is not an event yet.
                 break reading
             case .failed(let message):
                 throw StdinError(message: message)
             }
         }
-        let last = decoder.decode { emit in splitter.finish(emit) }
-        context.metrics.recordReceived(decoder.takeReceived())
-        context.metrics.recordDiscarded(decoder.takeDiscards())
-        await send(last, to: context.output)
         decoder.finish()
     }
 

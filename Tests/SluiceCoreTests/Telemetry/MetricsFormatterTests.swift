@@ -19,14 +19,15 @@ struct MetricsFormatterTests {
             recentLatency: latency, totalLatency: latency)
         return MetricsReport(
             final: false, uptimeSecs: 3, components: [source, sink], rates: ["in": (400, 400), "out": (400, 400)],
-            bottleneck: "out")
+            bottleneck: "out", maxRSSBytes: 12_345_678)
     }
 
     @Test func jsonIsOneLineWithTheDocumentedNames() {
         let text = MetricsFormatter.render(Self.report(), as: .json)
         #expect(
             text
-                == #"{"type":"metrics","final":false,"uptime_secs":3.0,"bottleneck":"out","components":["#
+                == #"{"type":"metrics","final":false,"uptime_secs":3.0,"bottleneck":"out","process":{"max_rss_bytes":12345678},"#
+                + #""components":["#
                 + #"{"component_id":"in","component_kind":"source","component_type":"stdin","received_events_total":1202,"#
                 + #""sent_events_total":1200,"discarded_events_total":{"buffer_full":0,"parse_error":2,"oversize":0,"#
                 + #""filtered":0,"error":0},"received_events_per_sec":400.0,"sent_events_per_sec":400.0,"buffer":null},"#

@@ -1,0 +1,189 @@
+import Foundation
+import SluiceCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs the real `sluice` binary with real pipes: stdin in, stdout out, metrics to a file.
+@Suite(.serialized)
+struct StdinPipelineEndToEndTests {
+    static func pipeline(policy: String, maxEvents: Int = 1000, interval: String = "0.5") -> String {
+        """
+        sources:
+          in: {type: stdin}
+        sinks:
+          out:
+            type: stdout
+            inputs: [in]
+            buffer: {max_events: \(maxEvents), when_full: \(policy)}
+        metrics: {interval_secs: \(interval), to: "$METRICS", format: json}
+        """
+    }
+
+    @Test func aMillionLinesThroughBlockArriveCompleteAndInOrderWithBoundedMemory() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block"))
+        defer { pipeline.remove() }
+        let count = 1_000_000
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed(sensorChunks(count: count))
+        // A deliberately slow reader at first: Sluice must stop reading stdin rather than buffer.
+        let handle = child.output.fileHandleForReading
+        var output = Data()
+        for _ in 0..<150 {
+            guard let data = try handle.read(upToCount: 1 << 14), !data.isEmpty else { break }
+            output.append(data)
+            usleep(2000)
+        }
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit() == 0)
+
+        let lines = output.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        #expect(lines.count == count + 1)
+        #expect(lines.last?.isEmpty == true)
+        var mismatches = 0
+        for index in 0..<min(count, lines.count) where String(decoding: lines[index], as: UTF8.self) != sensorLine(index) {
+            mismatches += 1
+        }
+        #expect(mismatches == 0)
+
+        let sink = try #require(try pipeline.finalComponent("out"))
+        #expect(sink.int("received_events_total") == count)
+        #expect(sink.int("sent_events_total") == count)
+        #expect(sink.int("buffer", "high_water_events") ?? .max <= 1000)
+        if case .double(let blocked)? = sink["buffer"]?["blocked_secs_total"] { #expect(blocked > 0) } else {
+            Issue.record("no blocked time in the final report")
+        }
+        let rss = try #require(try pipeline.reports().last?.int("process", "max_rss_bytes"))
+        #expect(rss < 100 << 20, "peak RSS \(rss) bytes")
+        for id in ["in", "out"] { #expect(try pipeline.finalComponent(id)?.balances == true) }
+    }
+
+    /// With a drop policy the source never waits: the whole input is read while nobody reads stdout, then stdout
+    /// is drained. Returns the output lines' sequence numbers and the sink's final figures.
+    func runWithStalledReader(policy: String, count: Int) throws -> (seqs: [Int], sink: JSONValue, source: JSONValue) {
+        let pipeline = try TemporaryPipeline(Self.pipeline(policy: policy, maxEvents: 1000, interval: "0"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        let fed = DispatchSemaphore(value: 0)
+        let chunks = sensorChunks(count: count)
+        child.feed { index in
+            let chunk = chunks(index)
+            if chunk == nil { fed.signal() }
+            return chunk
+        }
+        // Nobody reads stdout until all input was accepted: only possible because nothing blocks.
+        #expect(fed.wait(timeout: .now() + 60) == .success)
+        let output = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        let seqs = try output.split(separator: UInt8(ascii: "\n")).map { line in
+            try JSONReader.parse(Array(line)).int("seq") ?? -1
+        }
+        return (seqs, try #require(try pipeline.finalComponent("out")), try #require(try pipeline.finalComponent("in")))
+    }
+
+    @Test func dropOldestKeepsTheNewestEventsAndCountsTheDrops() throws {
+        let count = 200_000
+        let (seqs, sink, source) = try runWithStalledReader(policy: "drop_oldest", count: count)
+        let dropped = sink.int("discarded_events_total", "buffer_full") ?? 0
+        #expect(dropped > 0)
+        #expect(seqs.count + dropped == count)
+        #expect(seqs == seqs.sorted())
+        #expect(Array(seqs.suffix(1000)) == Array(count - 1000..<count), "the newest events are kept")
+        #expect(sink.balances && source.balances)
+    }
+
+    @Test func dropNewestKeepsTheOldestEventsAndCountsTheDrops() throws {
+        let count = 200_000
+        let (seqs, sink, source) = try runWithStalledReader(policy: "drop_newest", count: count)
+        let dropped = sink.int("discarded_events_total", "buffer_full") ?? 0
+        #expect(dropped > 0)
+        #expect(seqs.count + dropped == count)
+        #expect(seqs == seqs.sorted())
+        #expect(Array(seqs.prefix(1000)) == Array(0..<1000), "the oldest events are kept")
+        #expect(sink.balances && source.balances)
+    }
+
+    @Test func malformedAndOversizeLinesAreCountedAndTheGoodOnesArrive() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              in: {type: stdin, max_line_bytes: 100}
+            sinks:
+              out: {type: stdout, inputs: [in]}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let long = "{\"x\":\"" + String(repeating: "y", count: 500) + "\"}"
+        let input = "{\"n\":1}\nnot json\n\(long)\n{\"n\":2}\r\n\n{\"n\":3,}\n\u{FEFF}{\"n\":4}\n{\"n\":5}"
+        let (status, output, errors) = try SluiceProcess.run(["run", pipeline.path], stdin: input)
+        #expect(status == 0)
+        #expect(output == "{\"n\":1}\n{\"n\":2}\n{\"n\":5}\n")
+        #expect(errors.contains("in: line 2 is not valid JSON (unexpected 'n', expected a value at byte 1)"))
+        #expect(errors.contains("in: line 3 is longer than max_line_bytes"))
+        let source = try #require(try pipeline.finalComponent("in"))
+        #expect(source.int("received_events_total") == 8)
+        #expect(source.int("discarded_events_total", "parse_error") == 4)
+        #expect(source.int("discarded_events_total", "oversize") == 1)
+        #expect(source.int("sent_events_total") == 3)
+    }
+
+    @Test func sigtermDrainsAndWritesABalancedFinalReport() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        // An endless feed: only the signal can end this run.
+        child.feed(sensorChunks(count: Int.max))
+        let handle = child.output.fileHandleForReading
+        var output = try handle.read(upToCount: 1 << 16) ?? Data()
+        #expect(!output.isEmpty)
+        kill(child.process.processIdentifier, SIGTERM)
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit(seconds: 30) == 0)
+        #expect(output.last == UInt8(ascii: "\n"), "stdout ends with a whole line")
+        let lines = output.split(separator: UInt8(ascii: "\n"))
+        let sink = try #require(try pipeline.finalComponent("out"))
+        #expect(sink.int("sent_events_total") == lines.count)
+        #expect(sink.balances)
+        #expect(try pipeline.finalComponent("in")?.balances == true)
+    }
+
+    @Test func aClosedStdoutEndsTheRunPromptlyAndQuietly() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed(sensorChunks(count: Int.max))
+        // `| head -1`: read one chunk, then close the read end.
+        let handle = child.output.fileHandleForReading
+        _ = try handle.read(upToCount: 100)
+        try handle.close()
+        let started = ContinuousClock.now
+        #expect(child.waitForExit(seconds: 20) == 0)
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(child.errorText.isEmpty, "no noise on stderr: \(child.errorText)")
+    }
+
+    @Test func textDecodingAndEncodingPassLinesThrough() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              in: {type: stdin, decoding: text}
+            transforms: {}
+            sinks:
+              out: {type: stdout, inputs: [in], encoding: text}
+              raw: {type: file, inputs: [in], path: "\(FileManager.default.temporaryDirectory.path)/sluice-e2e-text.jsonl", mode: truncate}
+            metrics: {interval_secs: 0, to: "$METRICS"}
+            """)
+        defer { pipeline.remove() }
+        let (status, output, _) = try SluiceProcess.run(["run", pipeline.path], stdin: "plain line\r\n\n\"quoted\" é\n")
+        #expect(status == 0)
+        #expect(output == "plain line\n\n\"quoted\" é\n")
+        let file = try String(contentsOfFile: FileManager.default.temporaryDirectory.path + "/sluice-e2e-text.jsonl", encoding: .utf8)
+        #expect(file == "{\"message\":\"plain line\"}\n{\"message\":\"\"}\n{\"message\":\"\\\"quoted\\\" é\"}\n")
+    }
+}

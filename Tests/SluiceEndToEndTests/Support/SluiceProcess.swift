@@ -1,0 +1,174 @@
+import Dispatch
+import Foundation
+import SluiceCore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The built `sluice` binary run as a child process with real pipes on stdin, stdout and stderr.
+final class SluiceProcess: @unchecked Sendable {
+    // @unchecked: `process` and the pipes are configured before `start()` and only read afterwards; the
+    // collected stderr is behind a Mutex.
+
+    /// The directory of this repository.
+    static let repository = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The `sluice` executable built beside the test bundle.
+    static let executable: URL = {
+        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return me.deletingLastPathComponent().appendingPathComponent("sluice")
+    }()
+
+    let process = Process()
+    let input = Pipe()
+    let output = Pipe()
+    let errors = Pipe()
+    private let collectedErrors = Mutex(Data())
+    private let exited = DispatchSemaphore(value: 0)
+    private let stderrDone = DispatchSemaphore(value: 0)
+
+    init(_ arguments: [String], environment: [String: String] = [:]) {
+        // A test that closes a pipe early must see EPIPE, not die of SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        process.currentDirectoryURL = Self.repository
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+    }
+
+    func start() throws {
+        process.terminationHandler = { [exited] _ in exited.signal() }
+        try process.run()
+        let handle = errors.fileHandleForReading
+        Thread.detachNewThread {
+            while let data = try? handle.read(upToCount: 1 << 16), !data.isEmpty {
+                self.collectedErrors.withLock { $0.append(data) }
+            }
+            self.stderrDone.signal()
+        }
+    }
+
+    /// Writes `bytes` to the child's stdin on a thread of its own, then closes stdin.
+    func feed(_ chunks: @escaping @Sendable (Int) -> Data?) {
+        let handle = input.fileHandleForWriting
+        Thread.detachNewThread {
+            var index = 0
+            while let chunk = chunks(index) {
+                do { try handle.write(contentsOf: chunk) } catch { break }
+                index += 1
+            }
+            try? handle.close()
+        }
+    }
+
+    /// Reads all of stdout until the child closes it.
+    func readAllOutput() -> Data {
+        var all = Data()
+        let handle = output.fileHandleForReading
+        while let data = try? handle.read(upToCount: 1 << 16), !data.isEmpty { all.append(data) }
+        return all
+    }
+
+    /// Waits at most `seconds` for the child to exit; returns its status, or nil (after killing it) on timeout.
+    func waitForExit(seconds: Double = 120) -> Int32? {
+        if exited.wait(timeout: .now() + seconds) == .timedOut {
+            process.terminate()
+            return nil
+        }
+        _ = stderrDone.wait(timeout: .now() + 5)
+        return process.terminationStatus
+    }
+
+    /// Everything written to stderr so far.
+    var errorText: String { String(decoding: collectedErrors.withLock { $0 }, as: UTF8.self) }
+
+    /// Runs to completion with `stdin` as input; returns the exit status, stdout and stderr.
+    static func run(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws
+        -> (status: Int32?, output: String, errors: String)
+    {
+        let child = SluiceProcess(arguments, environment: environment)
+        try child.start()
+        let bytes = Data(stdin.utf8)
+        child.feed { $0 == 0 ? bytes : nil }
+        let output = child.readAllOutput()
+        let status = child.waitForExit()
+        return (status, String(decoding: output, as: UTF8.self), child.errorText)
+    }
+}
+
+/// A pipeline file written to a temporary directory, with a metrics file beside it.
+struct TemporaryPipeline {
+    let directory: URL
+    let path: String
+    let metricsPath: String
+
+    init(_ yaml: String) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        path = directory.appendingPathComponent("pipeline.yaml").path
+        metricsPath = directory.appendingPathComponent("metrics.jsonl").path
+        try yaml.replacingOccurrences(of: "$METRICS", with: metricsPath).write(
+            toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    /// Every metrics report written, parsed.
+    func reports() throws -> [JSONValue] {
+        let text = try String(contentsOfFile: metricsPath, encoding: .utf8)
+        return try text.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+    }
+
+    /// The final report's component with `id`.
+    func finalComponent(_ id: String) throws -> JSONValue? {
+        guard let last = try reports().last, last["final"] == .bool(true),
+            case .array(let components)? = last["components"]
+        else { return nil }
+        return components.first { $0["component_id"] == .string(id) }
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+}
+
+extension JSONValue {
+    /// The integer at `path` of nested keys, or nil.
+    func int(_ path: String...) -> Int? {
+        var value: JSONValue? = self
+        for key in path { value = value?[key] }
+        if case .int(let number)? = value { return Int(number) }
+        return nil
+    }
+
+    /// Asserts nothing is in flight: received = sent + every discard.
+    var balances: Bool {
+        guard let received = int("received_events_total"), let sent = int("sent_events_total"),
+            case .object(let discards)? = self["discarded_events_total"]
+        else { return false }
+        let dropped = discards.fields.reduce(0) { total, field in
+            if case .int(let n) = field.value { return total + Int(n) }
+            return total
+        }
+        return received == sent + dropped
+    }
+}
+
+/// Line `index` of the synthetic input: a sensor-like JSON object of about 100 bytes.
+func sensorLine(_ index: Int) -> String {
+    #"{"device":"d-\#(index % 1000)","seq":\#(index),"temp":\#(Double(index % 400) / 10),"status":"ok","pad":"abcdefghijklmnopqrstuvwxyz"}"#
+}
+
+/// `count` sensor lines in chunks of 1,000 lines, for ``SluiceProcess/feed(_:)``.
+func sensorChunks(count: Int) -> @Sendable (Int) -> Data? {
+    { chunk in
+        let start = chunk * 1000
+        guard start < count else { return nil }
+        var text = ""
+        for index in start..<min(count, start + 1000) { text += sensorLine(index) + "\n" }
+        return Data(text.utf8)
+    }
+}
