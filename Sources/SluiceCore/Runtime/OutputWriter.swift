@@ -1,5 +1,5 @@
-public import Dispatch
-public import Synchronization
+internal import Dispatch
+internal import Synchronization
 #if canImport(Glibc)
     internal import Glibc
 #endif
