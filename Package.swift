@@ -21,7 +21,7 @@ let package = Package(
 
         .target(name: "SluiceCore", dependencies: ["SluiceYAML"]),
         .target(name: "SluiceSources", dependencies: ["SluiceCore"]),
-        .target(name: "SluiceTransforms", dependencies: ["SluiceCore"]),
+        .target(name: "SluiceTransforms", dependencies: ["SluiceCore", "SluiceYAML"]),
         .target(name: "SluiceSinks", dependencies: ["SluiceCore"]),
         .target(
             name: "SluiceCLI",

@@ -4,6 +4,7 @@ public import SluiceCore
 public enum SourceCatalog {
     /// The registered source types.
     public static let all: [any SourceConfig.Type] = [
-        StdinSourceConfig.self
+        StdinSourceConfig.self,
+        SimulatorSourceConfig.self,
     ]
 }

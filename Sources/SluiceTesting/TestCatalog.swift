@@ -74,7 +74,7 @@ public struct PassTransformConfig: TransformConfig {
         if let every = options.value("drop_every")?.int(in: 0...1_000_000) { dropEvery = every }
     }
 
-    public func makeTransform() -> any Transform { PassTransform(dropEvery: dropEvery) }
+    public func makeTransform(_ context: TransformContext) -> any Transform { PassTransform(dropEvery: dropEvery) }
 }
 
 struct PassTransform: Transform {

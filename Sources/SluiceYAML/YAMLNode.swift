@@ -39,20 +39,28 @@ public struct YAMLNode: Sendable {
     }
 }
 
-/// A scalar's text and the facts needed to resolve its type.
+/// A scalar's text and the facts needed to resolve its type and to point into it.
 public struct YAMLScalar: Sendable, Hashable {
+    /// How a scalar was written.
+    public enum Style: Sendable, Hashable {
+        case plain, singleQuoted, doubleQuoted, literal, folded
+    }
+
     /// The scalar's text, after YAML unescaping and folding.
     public let value: String
-    /// True when the scalar was written without quotes; only plain scalars resolve to numbers, booleans and null.
-    public let isPlain: Bool
+    /// How it was written.
+    public let style: Style
     /// An explicit tag such as `!!str`, if one was written.
     public let tag: String?
 
-    public init(_ value: String, isPlain: Bool = true, tag: String? = nil) {
+    public init(_ value: String, style: Style = .plain, tag: String? = nil) {
         self.value = value
-        self.isPlain = isPlain
+        self.style = style
         self.tag = tag
     }
+
+    /// True when the scalar was written without quotes; only plain scalars resolve to numbers, booleans and null.
+    public var isPlain: Bool { style == .plain }
 }
 
 /// One key-value pair of a mapping.

@@ -69,8 +69,15 @@ private struct EventReader {
         case YAML_SCALAR_EVENT:
             let data = event.data.scalar
             let value = string(data.value, length: data.length)
-            let scalar = YAMLScalar(
-                value, isPlain: data.style == YAML_PLAIN_SCALAR_STYLE, tag: optionalString(data.tag))
+            let style: YAMLScalar.Style
+            switch data.style {
+            case YAML_SINGLE_QUOTED_SCALAR_STYLE: style = .singleQuoted
+            case YAML_DOUBLE_QUOTED_SCALAR_STYLE: style = .doubleQuoted
+            case YAML_LITERAL_SCALAR_STYLE: style = .literal
+            case YAML_FOLDED_SCALAR_STYLE: style = .folded
+            default: style = .plain
+            }
+            let scalar = YAMLScalar(value, style: style, tag: optionalString(data.tag))
             let node = YAMLNode(.scalar(scalar), at: at)
             remember(node, anchor: data.anchor)
             return node

@@ -11,7 +11,7 @@ struct YAMLParserTests {
         #expect(sources[0].key.mark == YAMLMark(line: 2, column: 3))
         #expect(component[0].value.mark == YAMLMark(line: 3, column: 11))
         guard case .scalar(let scalar) = component[0].value.content else { Issue.record("expected a scalar"); return }
-        #expect(scalar == YAMLScalar("stdin", isPlain: true))
+        #expect(scalar == YAMLScalar("stdin", style: .plain))
     }
 
     @Test func quotedScalarsAreNotPlain() throws {
@@ -19,7 +19,7 @@ struct YAMLParserTests {
         guard case .mapping(let pairs) = root.content, case .scalar(let quoted) = pairs[0].value.content,
             case .scalar(let plain) = pairs[1].value.content
         else { Issue.record("expected scalars"); return }
-        #expect(!quoted.isPlain)
+        #expect(quoted.style == .singleQuoted)
         #expect(plain.isPlain)
     }
 

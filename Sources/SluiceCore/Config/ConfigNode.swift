@@ -106,6 +106,15 @@ public struct ConfigNode {
         }
     }
 
+    /// The items of a list, each named "an item of ..." in messages; `example` is the note when it is not a list.
+    public func list(example: String) -> [ConfigNode]? {
+        guard case .sequence(let items) = node.content else {
+            log.error("expected a list for \(name), found \(node.kindDescription)", at: mark, notes: [example])
+            return nil
+        }
+        return items.map { ConfigNode($0, name: "an item of \(name)", log: log, environment: environment) }
+    }
+
     /// The node as a mapping of keys to nodes.
     public func mapping() -> ConfigMapping? {
         guard case .mapping(let pairs) = node.content else {
@@ -117,6 +126,32 @@ public struct ConfigNode {
             return nil
         }
         return ConfigMapping(pairs: pairs, at: mark, name: name, log: log, environment: environment)
+    }
+
+    /// An expression, compiled now; a mistake is reported at its own column inside the YAML value.
+    public func expression() -> Expression? {
+        guard let text = string() else { return nil }
+        do {
+            return try Expression(text)
+        } catch {
+            log.error(
+                "\(error.message) in \(name)", at: mark(atOffset: error.offset),
+                notes: error.note.map { [$0] } ?? [])
+            return nil
+        }
+    }
+
+    /// The position of a character inside a one-line scalar: after the opening quote, if there is one. Values
+    /// written with escapes or over several lines point at the value's start.
+    public func mark(atOffset offset: Int) -> YAMLMark {
+        guard case .scalar(let scalar) = node.content, !scalar.value.contains("\n") else { return mark }
+        switch scalar.style {
+        case .plain: return YAMLMark(line: mark.line, column: mark.column + offset)
+        case .singleQuoted, .doubleQuoted:
+            if scalar.value.contains("\\") || scalar.value.contains("'") { return mark }
+            return YAMLMark(line: mark.line, column: mark.column + 1 + offset)
+        case .literal, .folded: return mark
+        }
     }
 
     /// True when the node is the plain scalar `word` (for values like `buffer: unbounded`).

@@ -41,8 +41,11 @@ public struct JSONObject: Sendable, Hashable, ExpressibleByDictionaryLiteral {
 
     public init() { fields = [] }
 
-    /// Creates an object from pairs whose keys are already known to be unique.
-    init(uniqueFields: [Field]) { fields = uniqueFields }
+    /// Creates an object from fields whose keys the caller knows to be unique (checked in debug builds).
+    public init(uniqueFields: [Field]) {
+        assert(Set(uniqueFields.map(\.key)).count == uniqueFields.count, "Keys must be unique.")
+        fields = uniqueFields
+    }
 
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         fields = []

@@ -30,7 +30,20 @@ public protocol SourceConfig: ComponentConfig {
 /// The configuration of a transform type.
 public protocol TransformConfig: ComponentConfig {
     /// Creates the running transform; each pipeline run gets its own.
-    func makeTransform() -> any Transform
+    func makeTransform(_ context: TransformContext) -> any Transform
+}
+
+/// What a running transform is given.
+public struct TransformContext: Sendable {
+    /// The transform's id, for messages.
+    public let id: String
+    /// Where its warnings go (evaluation errors, rate-limited).
+    public let log: Logger
+
+    public init(id: String, log: Logger) {
+        self.id = id
+        self.log = log
+    }
 }
 
 /// The configuration of a sink type.

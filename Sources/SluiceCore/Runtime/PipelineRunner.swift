@@ -78,7 +78,8 @@ public final class PipelineRunner: Sendable {
                     group.addTask { await self.runSource(config.makeSource(), context) }
                 case .transform(let config):
                     let input = buffers[component.id]!
-                    group.addTask { await self.runTransform(config.makeTransform(), input, output, metrics) }
+                    let transform = config.makeTransform(TransformContext(id: component.id, log: environment.log))
+                    group.addTask { await self.runTransform(transform, input, output, metrics) }
                 case .sink(let config):
                     let input = buffers[component.id]!
                     let context = SinkContext(

@@ -16,7 +16,7 @@ public struct FileSinkConfig: SinkConfig {
     /// Append to or truncate an existing file.
     public var mode = Mode.append
     /// How each event becomes a line.
-    public var encoding = LineEncoding.json
+    public var format: LineFormat
 
     public init(reading options: ConfigMapping) {
         if let path = options.required("path", note: "the file to write, for example 'path: out.jsonl'")?.string() {
@@ -26,7 +26,7 @@ public struct FileSinkConfig: SinkConfig {
             self.path = path
         }
         if let mode = options.value("mode")?.choice(Mode.self) { self.mode = mode }
-        if let encoding = options.value("encoding")?.choice(LineEncoding.self) { self.encoding = encoding }
+        format = LineFormat(reading: options)
     }
 
     public func makeSink() -> any Sink { FileSink(config: self) }
@@ -39,6 +39,6 @@ struct FileSink: Sink {
     func run(_ input: EventBuffer, _ context: SinkContext) async throws {
         let writer = try OutputWriter.open(path: config.path, append: config.mode == .append)
         defer { writer.close() }
-        try await LineWriting(encoding: config.encoding, writer: writer).run(input, context.metrics)
+        try await LineWriting(format: config.format, writer: writer).run(input, context)
     }
 }

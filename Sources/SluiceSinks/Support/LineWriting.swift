@@ -4,22 +4,31 @@ internal import SluiceCore
 /// when it passes 64 KiB, when the input has gone idle, or when 100 ms have passed since the last write, so that
 /// bulk runs make few system calls and a slow live feed is never held back.
 struct LineWriting {
-    let encoding: LineEncoding
+    let format: LineFormat
     let writer: OutputWriter
 
     private static let flushBytes = 1 << 16
     private static let flushIntervalNanos: UInt64 = 100_000_000
 
     /// Writes everything `input` delivers; events are counted as sent only once their bytes are written.
-    func run(_ input: EventBuffer, _ metrics: ComponentMetrics) async throws {
+    func run(_ input: EventBuffer, _ context: SinkContext) async throws {
+        let metrics = context.metrics
+        var errors = EvaluationErrorLog(componentID: context.id, log: context.log)
         var pending = Self.emptyBuffer()
         var ingestTimes: [UInt64] = []
         var lastWrite = MonotonicClock.nanos()
         while let batch = await input.next() {
+            var failed = 0
             for event in batch {
-                encoding.append(event.value, to: &pending)
-                ingestTimes.append(event.ingestNanos)
+                do {
+                    try format.append(event.value, to: &pending)
+                    ingestTimes.append(event.ingestNanos)
+                } catch {
+                    failed += 1
+                    errors.report(error, in: "template")
+                }
             }
+            if failed > 0 { metrics.recordDiscarded(failed, cause: .error) }
             let now = MonotonicClock.nanos()
             if pending.count >= Self.flushBytes || input.isEmpty || now &- lastWrite >= Self.flushIntervalNanos {
                 try await write(&pending, &ingestTimes, metrics)

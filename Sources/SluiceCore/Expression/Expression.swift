@@ -1,0 +1,283 @@
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// Why evaluating an expression for one event failed; the event is then discarded under cause `error`.
+public struct EvaluationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, such as "cannot multiply a string and an integer".
+    public let reason: String
+
+    public init(_ reason: String) { self.reason = reason }
+
+    public var description: String { reason }
+}
+
+/// A compiled expression: parsed, checked and constant-folded once when the pipeline loads, then evaluated per
+/// event by walking its tree.
+///
+/// Values follow JSON: integers and doubles combine numerically (`/` always gives a double), arithmetic with
+/// `null` gives `null`, `==` works across types, ordering across types or with `null` is false. Type errors,
+/// division by zero and integer overflow are ``EvaluationError``s, never traps.
+public struct Expression: Sendable {
+    /// The text the expression was compiled from.
+    public let source: String
+    let root: ExpressionNode
+
+    /// Compiles `source`; errors carry the character offset of the problem.
+    public init(_ source: String) throws(ExpressionError) {
+        self.source = source
+        let parsed = try ExpressionParser.parse(source)
+        do {
+            root = try Folder.fold(parsed)
+        } catch {
+            throw ExpressionError(error.reason, at: 0, note: "this part of the expression is always an error")
+        }
+    }
+
+    /// The expression's value for `event`.
+    public func evaluate(_ event: JSONValue) throws(EvaluationError) -> JSONValue {
+        try Evaluator.evaluate(root, event)
+    }
+
+    /// True when the value is a literal known at load.
+    public var isConstant: Bool { root.isLiteral }
+}
+
+// MARK: - Constant folding
+
+/// Evaluates every pure subtree without paths once, so literal mistakes (`"a" * 2`) are load-time errors and
+/// constants cost nothing per event.
+private enum Folder {
+    static func fold(_ node: ExpressionNode) throws(EvaluationError) -> ExpressionNode {
+        let folded: ExpressionNode
+        switch node {
+        case .literal, .path, .exists: return node
+        case .array(let items): folded = .array(try items.map { (item) throws(EvaluationError) in try fold(item) })
+        case .not(let operand): folded = .not(try fold(operand))
+        case .negate(let operand): folded = .negate(try fold(operand))
+        case .arithmetic(let op, let left, let right): folded = .arithmetic(op, try fold(left), try fold(right))
+        case .compare(let op, let left, let right): folded = .compare(op, try fold(left), try fold(right))
+        case .contains(let item, let list): folded = .contains(try fold(item), list: try fold(list))
+        case .coalesce(let left, let right): folded = .coalesce(try fold(left), try fold(right))
+        case .and(let left, let right): folded = .and(try fold(left), try fold(right))
+        case .or(let left, let right): folded = .or(try fold(left), try fold(right))
+        case .conditional(let condition, let then, let otherwise):
+            folded = .conditional(try fold(condition), then: try fold(then), else: try fold(otherwise))
+        case .call(let function, let arguments):
+            folded = .call(function, try arguments.map { (argument) throws(EvaluationError) in try fold(argument) })
+            guard function.isPure else { return folded }
+        case .matches(let subject, let pattern): folded = .matches(try fold(subject), pattern)
+        }
+        guard folded.childrenAreLiterals else { return folded }
+        return .literal(try Evaluator.evaluate(folded, .null))
+    }
+}
+
+extension ExpressionNode {
+    fileprivate var childrenAreLiterals: Bool {
+        switch self {
+        case .literal: true
+        case .path, .exists: false
+        case .array(let items): items.allSatisfy(\.isLiteral)
+        case .not(let operand), .negate(let operand): operand.isLiteral
+        case .arithmetic(_, let left, let right), .compare(_, let left, let right), .coalesce(let left, let right),
+            .and(let left, let right), .or(let left, let right):
+            left.isLiteral && right.isLiteral
+        case .contains(let item, let list): item.isLiteral && list.isLiteral
+        case .conditional(let condition, let then, let otherwise):
+            condition.isLiteral && then.isLiteral && otherwise.isLiteral
+        case .call(_, let arguments): arguments.allSatisfy(\.isLiteral)
+        case .matches(let subject, _): subject.isLiteral
+        }
+    }
+}
+
+// MARK: - Evaluation
+
+enum Evaluator {
+    static func evaluate(_ node: ExpressionNode, _ event: JSONValue) throws(EvaluationError) -> JSONValue {
+        switch node {
+        case .literal(let value):
+            return value
+        case .path(let steps):
+            return lookup(steps, in: event) ?? .null
+        case .array(let items):
+            return .array(try items.map { (item) throws(EvaluationError) in try evaluate(item, event) })
+        case .not(let operand):
+            return .bool(!(try truth(evaluate(operand, event), "the operand of '!'")))
+        case .negate(let operand):
+            switch try evaluate(operand, event) {
+            case .null: return .null
+            case .int(let value):
+                guard value != .min else { throw EvaluationError("integer overflow in '-'") }
+                return .int(-value)
+            case .double(let value): return .double(-value)
+            case let other: throw EvaluationError("cannot negate \(describe(other))")
+            }
+        case .arithmetic(let op, let left, let right):
+            return try arithmetic(op, evaluate(left, event), evaluate(right, event))
+        case .compare(let op, let left, let right):
+            return .bool(compare(op, try evaluate(left, event), try evaluate(right, event)))
+        case .contains(let item, let list):
+            let value = try evaluate(item, event)
+            switch try evaluate(list, event) {
+            case .array(let items): return .bool(items.contains { equal(value, $0) })
+            case .null: return .bool(false)
+            case let other: throw EvaluationError("'in' needs a list on its right, found \(describe(other))")
+            }
+        case .coalesce(let left, let right):
+            let value = try evaluate(left, event)
+            return value == .null ? try evaluate(right, event) : value
+        case .and(let left, let right):
+            guard try truth(evaluate(left, event), "the left side of '&&'") else { return .bool(false) }
+            return .bool(try truth(evaluate(right, event), "the right side of '&&'"))
+        case .or(let left, let right):
+            if try truth(evaluate(left, event), "the left side of '||'") { return .bool(true) }
+            return .bool(try truth(evaluate(right, event), "the right side of '||'"))
+        case .conditional(let condition, let then, let otherwise):
+            return try truth(evaluate(condition, event), "the condition of '?:'")
+                ? try evaluate(then, event) : try evaluate(otherwise, event)
+        case .exists(let steps):
+            return .bool(lookup(steps, in: event) != nil)
+        case .matches(let subject, let pattern):
+            switch try evaluate(subject, event) {
+            case .null: return .null
+            case .string(let text): return .bool((try? pattern.regex.firstMatch(in: text)) != nil)
+            case let other: throw EvaluationError("'matches' needs a string, found \(describe(other))")
+            }
+        case .call(let function, let arguments):
+            return try Functions.call(
+                function, try arguments.map { (argument) throws(EvaluationError) in try evaluate(argument, event) })
+        }
+    }
+
+    /// The value at `steps`, or `nil` when a key is missing or an index out of range.
+    static func lookup(_ steps: [PathStep], in value: JSONValue) -> JSONValue? {
+        var current = value
+        for step in steps {
+            switch (step, current) {
+            case (.key(let key), .object(let object)):
+                guard let next = object[key] else { return nil }
+                current = next
+            case (.index(let index), .array(let items)):
+                let position = index < 0 ? items.count + index : index
+                guard items.indices.contains(position) else { return nil }
+                current = items[position]
+            default:
+                return nil
+            }
+        }
+        return current
+    }
+
+    /// `true` and `false` as they are, `null` as false; anything else is a type error.
+    static func truth(_ value: JSONValue, _ role: String) throws(EvaluationError) -> Bool {
+        switch value {
+        case .bool(let flag): return flag
+        case .null: return false
+        default: throw EvaluationError("\(role) must be true, false or null, found \(describe(value))")
+        }
+    }
+
+    static func arithmetic(_ op: ArithmeticOperator, _ left: JSONValue, _ right: JSONValue) throws(EvaluationError)
+        -> JSONValue
+    {
+        switch (left, right) {
+        case (.null, _), (_, .null):
+            return .null
+        case (.string(let a), .string(let b)) where op == .add:
+            return .string(a + b)
+        case (.int(let a), .int(let b)):
+            switch op {
+            case .add: return try checked(a.addingReportingOverflow(b), op)
+            case .subtract: return try checked(a.subtractingReportingOverflow(b), op)
+            case .multiply: return try checked(a.multipliedReportingOverflow(by: b), op)
+            case .divide:
+                guard b != 0 else { throw EvaluationError("division by zero") }
+                return .double(Double(a) / Double(b))
+            case .remainder:
+                guard b != 0 else { throw EvaluationError("division by zero in '%'") }
+                return try checked(a.remainderReportingOverflow(dividingBy: b), op)
+            }
+        default:
+            guard let a = number(left), let b = number(right) else {
+                throw EvaluationError("cannot \(op.verb) \(describe(left)) and \(describe(right))")
+            }
+            let result: Double
+            switch op {
+            case .add: result = a + b
+            case .subtract: result = a - b
+            case .multiply: result = a * b
+            case .divide:
+                guard b != 0 else { throw EvaluationError("division by zero") }
+                result = a / b
+            case .remainder:
+                guard b != 0 else { throw EvaluationError("division by zero in '%'") }
+                result = a.truncatingRemainder(dividingBy: b)
+            }
+            guard result.isFinite else { throw EvaluationError("the result of '\(op.rawValue)' is not finite") }
+            return .double(result)
+        }
+    }
+
+    private static func checked(_ result: (partialValue: Int64, overflow: Bool), _ op: ArithmeticOperator)
+        throws(EvaluationError) -> JSONValue
+    {
+        guard !result.overflow else { throw EvaluationError("integer overflow in '\(op.rawValue)'") }
+        return .int(result.partialValue)
+    }
+
+    static func number(_ value: JSONValue) -> Double? {
+        switch value {
+        case .int(let n): Double(n)
+        case .double(let d): d
+        default: nil
+        }
+    }
+
+    /// Equality across types: numbers compare numerically, other types must match.
+    static func equal(_ left: JSONValue, _ right: JSONValue) -> Bool {
+        switch (left, right) {
+        case (.int(let a), .int(let b)): a == b
+        case (.int, .double), (.double, .int), (.double, .double): number(left) == number(right)
+        default: left == right
+        }
+    }
+
+    static func compare(_ op: ComparisonOperator, _ left: JSONValue, _ right: JSONValue) -> Bool {
+        switch op {
+        case .equal: return equal(left, right)
+        case .notEqual: return !equal(left, right)
+        default: break
+        }
+        let order: Int
+        switch (left, right) {
+        case (.int(let a), .int(let b)): order = a < b ? -1 : (a == b ? 0 : 1)
+        case (.int, .double), (.double, .int), (.double, .double):
+            let a = number(left)!
+            let b = number(right)!
+            order = a < b ? -1 : (a == b ? 0 : 1)
+        case (.string(let a), .string(let b)): order = a < b ? -1 : (a == b ? 0 : 1)
+        default: return false
+        }
+        switch op {
+        case .less: return order < 0
+        case .lessOrEqual: return order <= 0
+        case .greater: return order > 0
+        default: return order >= 0
+        }
+    }
+
+    /// "a string", "an integer", ... for messages.
+    static func describe(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .int: "an integer"
+        case .double: "a double"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}

@@ -1,0 +1,72 @@
+/// A step of a path: an object key or an array index (negative counts from the end).
+public enum PathStep: Sendable, Hashable {
+    case key(String)
+    case index(Int)
+}
+
+/// A compiled expression's tree. Evaluation walks it directly; nothing is parsed per event.
+indirect enum ExpressionNode: Sendable {
+    case literal(JSONValue)
+    case path([PathStep])
+    case array([ExpressionNode])
+    case not(ExpressionNode)
+    case negate(ExpressionNode)
+    case arithmetic(ArithmeticOperator, ExpressionNode, ExpressionNode)
+    case compare(ComparisonOperator, ExpressionNode, ExpressionNode)
+    case contains(ExpressionNode, list: ExpressionNode)
+    case coalesce(ExpressionNode, ExpressionNode)
+    case and(ExpressionNode, ExpressionNode)
+    case or(ExpressionNode, ExpressionNode)
+    case conditional(ExpressionNode, then: ExpressionNode, else: ExpressionNode)
+    case call(ExpressionFunction, [ExpressionNode])
+    case exists([PathStep])
+    case matches(ExpressionNode, CompiledPattern)
+
+    var isLiteral: Bool {
+        if case .literal = self { return true }
+        return false
+    }
+}
+
+enum ArithmeticOperator: String, Sendable {
+    case add = "+", subtract = "-", multiply = "*", divide = "/", remainder = "%"
+
+    var verb: String {
+        switch self {
+        case .add: "add"
+        case .subtract: "subtract"
+        case .multiply: "multiply"
+        case .divide: "divide"
+        case .remainder: "take the remainder of"
+        }
+    }
+}
+
+enum ComparisonOperator: String, Sendable {
+    case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+}
+
+/// A regular expression compiled when the pipeline loads.
+struct CompiledPattern: @unchecked Sendable {
+    // @unchecked: a Regex is immutable once built and only ever read; matching creates its own state per call.
+    let source: String
+    let regex: Regex<AnyRegexOutput>
+}
+
+/// Why an expression did not compile, at a character offset within its text.
+public struct ExpressionError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong.
+    public let message: String
+    /// The character (Unicode scalar) offset within the expression, from 0.
+    public let offset: Int
+    /// What was expected, if there is something useful to say.
+    public let note: String?
+
+    public init(_ message: String, at offset: Int, note: String? = nil) {
+        self.message = message
+        self.offset = offset
+        self.note = note
+    }
+
+    public var description: String { message }
+}

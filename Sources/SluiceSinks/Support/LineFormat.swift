@@ -1,0 +1,59 @@
+public import SluiceCore
+
+/// How a line-writing sink encodes events.
+public enum LineEncoding: String, ConfigChoice {
+    /// The event as compact JSON.
+    case json
+    /// Text: the `template` rendered, or without one the event's `message` string (JSON for events without one).
+    case text
+}
+
+/// The `encoding` and `template` options of a line-writing sink, and the encoding of one event into one line.
+public struct LineFormat: Sendable {
+    /// JSON or text.
+    public var encoding = LineEncoding.json
+    /// With `encoding: text`, the text of each line.
+    public var template: Template?
+
+    /// Reads `encoding` and `template`; a template implies text.
+    init(reading options: ConfigMapping) {
+        let encodingNode = options.value("encoding")
+        if let encoding = encodingNode?.choice(LineEncoding.self) { self.encoding = encoding }
+        guard let node = options.value("template"), let text = node.string() else { return }
+        if encodingNode != nil, encoding == .json {
+            options.log.error("a template needs 'encoding: text'", at: node.mark)
+            return
+        }
+        encoding = .text
+        do {
+            template = try Template(text)
+        } catch {
+            options.log.error(
+                "\(error.message) in 'template'", at: node.mark(atOffset: error.offset),
+                notes: error.note.map { [$0] } ?? [])
+        }
+    }
+
+    /// Appends the event's line, newline included; on a template error nothing is appended.
+    func append(_ value: JSONValue, to output: inout [UInt8]) throws(EvaluationError) {
+        let start = output.count
+        switch encoding {
+        case .json:
+            JSONWriter.write(value, to: &output)
+        case .text:
+            if let template {
+                do {
+                    try template.render(value, to: &output)
+                } catch {
+                    output.removeLast(output.count - start)
+                    throw error
+                }
+            } else if case .string(let message)? = value["message"] {
+                output.append(contentsOf: message.utf8)
+            } else {
+                JSONWriter.write(value, to: &output)
+            }
+        }
+        output.append(UInt8(ascii: "\n"))
+    }
+}

@@ -1,0 +1,18 @@
+public import SluiceCore
+
+/// Options of the `filter` transform.
+public struct FilterTransformConfig: TransformConfig {
+    public static let typeName = "filter"
+    public static let summary = "Keeps events whose condition is true; false and null are discarded as filtered."
+
+    /// The condition, compiled at load.
+    public var condition: Expression?
+
+    public init(reading options: ConfigMapping) {
+        condition = options.required("condition", note: "for example 'condition: .temperature > 30'")?.expression()
+    }
+
+    public func makeTransform(_ context: TransformContext) -> any Transform {
+        FilterTransform(condition: condition!, errors: EvaluationErrorLog(componentID: context.id, log: context.log))
+    }
+}

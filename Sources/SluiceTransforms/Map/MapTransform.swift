@@ -1,0 +1,53 @@
+internal import SluiceCore
+
+/// Applies rename, set, remove and keep to every event of a batch in one pass; an event whose `set` fails is
+/// discarded under `error` and its neighbours go on.
+struct MapTransform: Transform {
+    let config: MapTransformConfig
+    var errors: EvaluationErrorLog
+
+    mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
+        var kept = 0
+        for index in events.indices {
+            var value = events[index].value
+            // Leave the array holding a placeholder so the event's object is uniquely referenced and edited in place.
+            events[index].value = .null
+            if apply(&value) {
+                events[index].value = value
+                if kept != index { events.swapAt(kept, index) }
+                kept += 1
+            } else {
+                discards[.error] += 1
+            }
+        }
+        events.removeLast(events.count - kept)
+    }
+
+    private mutating func apply(_ value: inout JSONValue) -> Bool {
+        for (from, to) in config.rename {
+            guard let moved = from.get(value) else { continue }
+            from.remove(from: &value)
+            do { try to.set(moved, in: &value) } catch {
+                errors.report(error, in: "rename \(from) to \(to)")
+                return false
+            }
+        }
+        for (target, expression) in config.set {
+            do {
+                try target.set(try expression.evaluate(value), in: &value)
+            } catch {
+                errors.report(error, in: expression.source)
+                return false
+            }
+        }
+        for path in config.remove { path.remove(from: &value) }
+        if !config.keep.isEmpty {
+            var projected = JSONValue.object(JSONObject())
+            for path in config.keep {
+                if let field = path.get(value) { try? path.set(field, in: &projected) }
+            }
+            value = projected
+        }
+        return true
+    }
+}

@@ -1,0 +1,54 @@
+public import SluiceCore
+internal import SluiceYAML
+
+/// Options of the `map` transform: `rename`, then `set` (in order), then `remove`, then `keep`.
+public struct MapTransformConfig: TransformConfig {
+    public static let typeName = "map"
+    public static let summary = "Renames, sets (from expressions), removes and keeps fields of each event."
+
+    /// Fields renamed, old path to new path, in order.
+    public var rename: [(from: EventPath, to: EventPath)] = []
+    /// Fields set from expressions, in order; later entries see earlier ones.
+    public var set: [(target: EventPath, value: Expression)] = []
+    /// Fields removed.
+    public var remove: [EventPath] = []
+    /// When not empty, only these fields remain.
+    public var keep: [EventPath] = []
+
+    public init(reading options: ConfigMapping) {
+        func path(_ text: String, at mark: YAMLMark) -> EventPath? {
+            guard let path = EventPath(text) else {
+                options.log.error("invalid field path '\(text)'", at: mark, notes: ["write a field name or a dotted path such as location.lat"])
+                return nil
+            }
+            return path
+        }
+        if let mapping = options.value("rename")?.mapping() {
+            for (key, keyMark, value) in mapping.allEntries(naming: { "the new name of '\($0)'" }) {
+                if let from = path(key, at: keyMark), let text = value.string(), let to = path(text, at: value.mark) {
+                    rename.append((from, to))
+                }
+            }
+        }
+        if let mapping = options.value("set")?.mapping() {
+            for (key, keyMark, value) in mapping.allEntries(naming: { "'\($0)'" }) {
+                if let target = path(key, at: keyMark), let expression = value.expression() {
+                    set.append((target, expression))
+                }
+            }
+        }
+        for (field, listName) in [(\MapTransformConfig.remove, "remove"), (\MapTransformConfig.keep, "keep")] {
+            for (text, mark) in options.value(listName)?.stringList() ?? [] {
+                if let parsed = path(text, at: mark) { self[keyPath: field].append(parsed) }
+            }
+        }
+        if rename.isEmpty, set.isEmpty, remove.isEmpty, keep.isEmpty, !options.log.hasErrors {
+            options.log.warning(
+                "\(options.name) changes nothing", at: options.mark, notes: ["give it rename, set, remove or keep"])
+        }
+    }
+
+    public func makeTransform(_ context: TransformContext) -> any Transform {
+        MapTransform(config: self, errors: EvaluationErrorLog(componentID: context.id, log: context.log))
+    }
+}
