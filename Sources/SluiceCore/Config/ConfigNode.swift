@@ -134,9 +134,7 @@ public struct ConfigNode {
         do {
             return try Expression(text)
         } catch {
-            log.error(
-                "\(error.message) in \(name)", at: mark(atOffset: error.offset),
-                notes: error.note.map { [$0] } ?? [])
+            log.error(error.message, at: mark(atOffset: error.offset), notes: error.note.map { [$0] } ?? [])
             return nil
         }
     }

@@ -29,8 +29,7 @@ public struct LineFormat: Sendable {
             template = try Template(text)
         } catch {
             options.log.error(
-                "\(error.message) in 'template'", at: node.mark(atOffset: error.offset),
-                notes: error.note.map { [$0] } ?? [])
+                error.message, at: node.mark(atOffset: error.offset), notes: error.note.map { [$0] } ?? [])
         }
     }
 

@@ -1,0 +1,44 @@
+import SluiceCore
+import SluiceSinks
+import SluiceSources
+import SluiceTesting
+import SluiceTransforms
+import Testing
+
+/// Loads and runs pipelines with the real components plus the collecting test sink.
+enum ComponentHarness {
+    static let catalog = ComponentCatalog(
+        sources: SourceCatalog.all + TestCatalog.catalog.sources, transforms: TransformCatalog.all,
+        sinks: SinkCatalog.all + [CollectSinkConfig.self])
+
+    static func load(_ yaml: String) -> PipelineLoader.Result {
+        PipelineLoader(catalog: catalog, environment: [:]).load(yaml)
+    }
+
+    /// Runs `yaml` to the end and returns what the `collect` sink named `name` received and the final report.
+    static func run(_ yaml: String, collecting name: String) async throws -> ([JSONValue], MetricsReport) {
+        let result = load(yaml)
+        #expect(result.diagnostics.filter { $0.severity == .error }.isEmpty, "\(result.diagnostics)")
+        let definition = try #require(result.definition)
+        let runner = PipelineRunner(
+            definition: definition,
+            environment: RuntimeEnvironment(
+                standardInput: -1, standardOutput: OutputWriter(fileDescriptor: -1, label: "unused"),
+                log: Logger { _ in }))
+        _ = await runner.run(reporter: nil)
+        let report = MetricsReporter(
+            settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,
+            writer: OutputWriter(fileDescriptor: -1, label: "unused")
+        ).makeReport(final: true)
+        for component in report.components {
+            #expect(component.received == component.sent + component.discarded.total, "\(component.id) balances")
+        }
+        return (CollectedEvents.take(name).map(\.value), report)
+    }
+
+    /// Renders the diagnostics of loading `yaml` as `sluice validate` prints them.
+    static func diagnostics(_ yaml: String) -> String {
+        let lines = yaml.split(separator: "\n", omittingEmptySubsequences: false)
+        return load(yaml).diagnostics.map { $0.rendered(path: "p.yaml", sourceLines: lines) }.joined(separator: "\n")
+    }
+}
