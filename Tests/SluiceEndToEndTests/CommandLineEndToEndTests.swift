@@ -57,11 +57,11 @@ struct CommandLineEndToEndTests {
             #expect(
                 result.errors.contains(
                     "\(pipeline.path):3:11: error: unknown source type 'stdn'\n    type: stdn\n          ^\n"
-                        + "note: expected one of: stdin; did you mean 'stdin'?"))
+                        + "note: expected one of: simulator, stdin; did you mean 'stdin'?"))
             #expect(
                 result.errors.contains(
                     "\(pipeline.path):8:5: error: unknown key 'encodng' in sink 'out'\n    encodng: json\n    ^\n"
-                        + "note: expected one of: buffer, encoding, inputs, type; did you mean 'encoding'?"))
+                        + "note: expected one of: buffer, encoding, inputs, template, type; did you mean 'encoding'?"))
         }
         let missing = try SluiceProcess.run(["validate", "no-such-file.yaml"])
         #expect(missing.status == 78)

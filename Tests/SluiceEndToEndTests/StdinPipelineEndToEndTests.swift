@@ -30,10 +30,9 @@ struct StdinPipelineEndToEndTests {
         try child.start()
         child.feed(sensorChunks(count: count))
         // A deliberately slow reader at first: Sluice must stop reading stdin rather than buffer.
-        let handle = child.output.fileHandleForReading
         var output = Data()
         for _ in 0..<150 {
-            guard let data = try handle.read(upToCount: 1 << 14), !data.isEmpty else { break }
+            guard let data = child.readChunk(limit: 1 << 14) else { break }
             output.append(data)
             usleep(2000)
         }
@@ -138,8 +137,7 @@ struct StdinPipelineEndToEndTests {
         try child.start()
         // An endless feed: only the signal can end this run.
         child.feed(sensorChunks(count: Int.max))
-        let handle = child.output.fileHandleForReading
-        var output = try handle.read(upToCount: 1 << 16) ?? Data()
+        var output = child.readChunk() ?? Data()
         #expect(!output.isEmpty)
         kill(child.process.processIdentifier, SIGTERM)
         output.append(child.readAllOutput())
@@ -159,9 +157,8 @@ struct StdinPipelineEndToEndTests {
         try child.start()
         child.feed(sensorChunks(count: Int.max))
         // `| head -1`: read one chunk, then close the read end.
-        let handle = child.output.fileHandleForReading
-        _ = try handle.read(upToCount: 100)
-        try handle.close()
+        _ = child.readChunk(limit: 100)
+        try child.output.fileHandleForReading.close()
         let started = ContinuousClock.now
         #expect(child.waitForExit(seconds: 20) == 0)
         #expect(ContinuousClock.now - started < .seconds(10))

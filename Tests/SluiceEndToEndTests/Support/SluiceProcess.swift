@@ -30,6 +30,7 @@ final class SluiceProcess: @unchecked Sendable {
     private let collectedErrors = Mutex(Data())
     private let exited = DispatchSemaphore(value: 0)
     private let stderrDone = DispatchSemaphore(value: 0)
+    private let stderrArrived = DispatchSemaphore(value: 0)
 
     init(_ arguments: [String], environment: [String: String] = [:]) {
         // A test that closes a pipe early must see EPIPE, not die of SIGPIPE.
@@ -46,10 +47,11 @@ final class SluiceProcess: @unchecked Sendable {
     func start() throws {
         process.terminationHandler = { [exited] _ in exited.signal() }
         try process.run()
-        let handle = errors.fileHandleForReading
+        let descriptor = errors.fileHandleForReading.fileDescriptor
         Thread.detachNewThread {
-            while let data = try? handle.read(upToCount: 1 << 16), !data.isEmpty {
+            while let data = Self.readChunk(descriptor) {
                 self.collectedErrors.withLock { $0.append(data) }
+                self.stderrArrived.signal()
             }
             self.stderrDone.signal()
         }
@@ -68,11 +70,25 @@ final class SluiceProcess: @unchecked Sendable {
         }
     }
 
+    /// Reads whatever stdout has now (waiting for at least one byte), like read(2); nil at the end.
+    func readChunk(limit: Int = 1 << 16) -> Data? {
+        Self.readChunk(output.fileHandleForReading.fileDescriptor, limit: limit)
+    }
+
+    /// One read(2): FileHandle.read(upToCount:) waits for the whole count, which hides small outputs.
+    private static func readChunk(_ descriptor: Int32, limit: Int = 1 << 16) -> Data? {
+        var buffer = [UInt8](repeating: 0, count: limit)
+        while true {
+            let count = Glibc.read(descriptor, &buffer, limit)
+            if count < 0, errno == EINTR { continue }
+            return count > 0 ? Data(buffer[0..<count]) : nil
+        }
+    }
+
     /// Reads all of stdout until the child closes it.
     func readAllOutput() -> Data {
         var all = Data()
-        let handle = output.fileHandleForReading
-        while let data = try? handle.read(upToCount: 1 << 16), !data.isEmpty { all.append(data) }
+        while let data = readChunk() { all.append(data) }
         return all
     }
 
@@ -84,6 +100,15 @@ final class SluiceProcess: @unchecked Sendable {
         }
         _ = stderrDone.wait(timeout: .now() + 5)
         return process.terminationStatus
+    }
+
+    /// Waits, at most `seconds`, until stderr contains `text`; true if it did.
+    func waitForErrorText(_ text: String, seconds: Double = 30) -> Bool {
+        let deadline = DispatchTime.now() + seconds
+        while !errorText.contains(text) {
+            if stderrArrived.wait(timeout: deadline) == .timedOut { return errorText.contains(text) }
+        }
+        return true
     }
 
     /// Everything written to stderr so far.
