@@ -80,4 +80,24 @@ struct ExamplePipelinesEndToEndTests {
         #expect(!archive.contains("buffer_full="))
         #expect(child.errorText.contains("bottleneck: console"))
     }
+
+    /// Rate accuracy is measured on the binary, whose scheduler no test process can starve.
+    @Test func theSimulatorHoldsItsRateWithinFivePercent() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              sim: {type: simulator, devices: 100, rate: 20000, count: 60000, seed: 11}
+            sinks:
+              out: {type: blackhole, inputs: [sim]}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let (status, _, _) = try SluiceProcess.run(["run", pipeline.path])
+        #expect(status == 0)
+        let report = try #require(try pipeline.reports().last)
+        guard case .double(let seconds)? = report["uptime_secs"] else { Issue.record("no uptime"); return }
+        #expect(try pipeline.finalComponent("out")?.int("sent_events_total") == 60000)
+        // 60,000 events at 20,000/s take 3 s; within 5 % means 2.85 to 3.15 s.
+        #expect(seconds > 2.85 && seconds < 3.15, "took \(seconds) s")
+    }
 }

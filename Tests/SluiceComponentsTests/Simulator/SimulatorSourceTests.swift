@@ -76,17 +76,6 @@ struct SimulatorSourceTests {
         })
     }
 
-    @Test func theRateIsHeldWithinFivePercent() async throws {
-        let start = ContinuousClock.now
-        let (events, _) = try await ComponentHarness.run(
-            Self.pipeline("devices: 100, rate: 20000, count: 60000, seed: 11", into: "sim-rate"), collecting: "sim-rate")
-        let seconds = Double((ContinuousClock.now - start).components.attoseconds) / 1e18
-            + Double((ContinuousClock.now - start).components.seconds)
-        #expect(events.count == 60000)
-        // 60,000 events at 20,000/s take 3 s; within 5 % means 2.85 to 3.15 s.
-        #expect(seconds > 2.85 && seconds < 3.15, "took \(seconds) s")
-    }
-
     @Test func invalidOptionsAreReported() {
         let yaml = Self.pipeline("rate: fast, start_time: 'noon', load: {rate: 5}", into: "x")
         let text = ComponentHarness.diagnostics(yaml)
