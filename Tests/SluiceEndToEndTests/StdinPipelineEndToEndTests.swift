@@ -150,6 +150,19 @@ struct StdinPipelineEndToEndTests {
         #expect(try pipeline.finalComponent("in")?.balances == true)
     }
 
+    @Test func aSecondSignalExitsAtOnceWith130() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed(sensorChunks(count: Int.max))
+        // Read one chunk, then stop reading: the drain after the first signal cannot finish while stdout is full.
+        #expect(child.readChunk() != nil)
+        kill(child.process.processIdentifier, SIGTERM)
+        kill(child.process.processIdentifier, SIGINT)
+        #expect(child.waitForExit(seconds: 20) == 130)
+    }
+
     @Test func aClosedStdoutEndsTheRunPromptlyAndQuietly() throws {
         let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
         defer { pipeline.remove() }

@@ -228,6 +228,16 @@ struct PipelineLoaderTests {
         #expect((config as? CounterSourceConfig)?.count == 3)
     }
 
+    @Test func jsonPipelineFilesAreAccepted() throws {
+        let text = #"{"sources": {"in": {"type": "counter", "count": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"], "buffer": "unbounded"}}}"#
+        let definition = try #require(PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
+        #expect(definition.components.map(\.id) == ["in", "out"])
+        #expect(definition.components[1].buffer == .unbounded)
+        // Errors in JSON files point into the line too.
+        #expect(render(#"{"sources": {"in": {"type": "counter", "cout": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"]}}}"#)
+            .hasPrefix("p.yaml:1:40: error: unknown key 'cout' in source 'in'"))
+    }
+
     @Test func theDefaultBufferIsBlockOf1000() throws {
         let text = "sources:\n  in: {type: counter}\nsinks:\n  out: {type: collect, inputs: in}\n"
         let definition = try #require(PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
