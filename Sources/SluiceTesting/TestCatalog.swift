@@ -83,12 +83,12 @@ struct PassTransform: Transform {
 
     mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
         guard dropEvery > 0 else { return }
-        var kept: [Event] = []
-        for event in events {
+        events.retainEvents { _ in
             seen += 1
-            if seen % dropEvery == 0 { discards[.filtered] += 1 } else { kept.append(event) }
+            guard seen % dropEvery == 0 else { return true }
+            discards[.filtered] += 1
+            return false
         }
-        events = kept
     }
 }
 

@@ -139,15 +139,14 @@ public struct ConfigNode {
         }
     }
 
-    /// The position of a character inside a one-line scalar: after the opening quote, if there is one. Values
-    /// written with escapes or over several lines point at the value's start.
+    /// The position of a character inside a one-line scalar, after the opening quote if there is one. Block
+    /// scalars and values spread over lines point at the value's start; in a quoted value, YAML escapes before
+    /// the character shift the column by their extra length.
     public func mark(atOffset offset: Int) -> YAMLMark {
         guard case .scalar(let scalar) = node.content, !scalar.value.contains("\n") else { return mark }
         switch scalar.style {
         case .plain: return YAMLMark(line: mark.line, column: mark.column + offset)
-        case .singleQuoted, .doubleQuoted:
-            if scalar.value.contains("\\") || scalar.value.contains("'") { return mark }
-            return YAMLMark(line: mark.line, column: mark.column + 1 + offset)
+        case .singleQuoted, .doubleQuoted: return YAMLMark(line: mark.line, column: mark.column + 1 + offset)
         case .literal, .folded: return mark
         }
     }

@@ -10,3 +10,16 @@ public struct Event: Sendable, Hashable {
         self.ingestNanos = ingestNanos
     }
 }
+
+extension Array where Element == Event {
+    /// Keeps, in order, the events for which `body` returns true, letting `body` change each one on the way: the
+    /// single in-place pass that every stage uses, so a stage allocates no second array per batch.
+    public mutating func retainEvents(_ body: (inout Event) -> Bool) {
+        var kept = 0
+        for index in indices where body(&self[index]) {
+            if kept != index { swapAt(kept, index) }
+            kept += 1
+        }
+        removeLast(count - kept)
+    }
+}

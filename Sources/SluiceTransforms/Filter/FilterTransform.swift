@@ -6,31 +6,23 @@ struct FilterTransform: Transform {
     var errors: EvaluationErrorLog
 
     mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
-        var kept = 0
-        for index in events.indices {
-            let keep: Bool
+        events.retainEvents { event in
             do throws(EvaluationError) {
-                switch try condition.evaluate(events[index].value) {
-                case .bool(let flag):
-                    keep = flag
-                    if !flag { discards[.filtered] += 1 }
-                case .null:
-                    keep = false
+                switch try condition.evaluate(event.value) {
+                case .bool(true):
+                    return true
+                case .bool(false), .null:
                     discards[.filtered] += 1
+                    return false
                 case let other:
-                    throw EvaluationError("the condition must be true, false or null, found \(JSONWriter.string(other).prefix(40))")
+                    throw EvaluationError(
+                        "the condition must be true, false or null, found \(JSONWriter.string(other).prefix(40))")
                 }
             } catch {
-                keep = false
                 discards[.error] += 1
                 errors.report(error, in: condition.source)
-            }
-            // Compact in place: kept events move forward, no second array.
-            if keep {
-                if kept != index { events.swapAt(kept, index) }
-                kept += 1
+                return false
             }
         }
-        events.removeLast(events.count - kept)
     }
 }

@@ -7,20 +7,17 @@ struct MapTransform: Transform {
     var errors: EvaluationErrorLog
 
     mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
-        var kept = 0
-        for index in events.indices {
-            var value = events[index].value
-            // Leave the array holding a placeholder so the event's object is uniquely referenced and edited in place.
-            events[index].value = .null
-            if apply(&value) {
-                events[index].value = value
-                if kept != index { events.swapAt(kept, index) }
-                kept += 1
-            } else {
+        events.retainEvents { event in
+            var value = event.value
+            // Leave the event holding a placeholder so its object is uniquely referenced and edited in place.
+            event.value = .null
+            guard apply(&value) else {
                 discards[.error] += 1
+                return false
             }
+            event.value = value
+            return true
         }
-        events.removeLast(events.count - kept)
     }
 
     private mutating func apply(_ value: inout JSONValue) -> Bool {
