@@ -16,11 +16,17 @@ let package = Package(
             providers: [.apt(["libyaml-dev"])]
         ),
         .target(name: "SluiceYAML", dependencies: ["CLibYAML"]),
+        .systemLibrary(
+            name: "CLibWebSockets",
+            pkgConfig: "libwebsockets",
+            providers: [.apt(["libwebsockets-dev"])]
+        ),
+        .target(name: "SluiceWebSocket", dependencies: ["CLibWebSockets"]),
 
         // MARK: - Core, components, command line
 
         .target(name: "SluiceCore", dependencies: ["SluiceYAML"]),
-        .target(name: "SluiceSources", dependencies: ["SluiceCore"]),
+        .target(name: "SluiceSources", dependencies: ["SluiceCore", "SluiceWebSocket"]),
         .target(name: "SluiceTransforms", dependencies: ["SluiceCore", "SluiceYAML"]),
         .target(name: "SluiceSinks", dependencies: ["SluiceCore"]),
         .target(

@@ -6,5 +6,6 @@ public enum SourceCatalog {
     public static let all: [any SourceConfig.Type] = [
         StdinSourceConfig.self,
         SimulatorSourceConfig.self,
+        WebSocketSourceConfig.self,
     ]
 }

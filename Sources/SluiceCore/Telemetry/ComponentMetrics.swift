@@ -11,6 +11,7 @@ public final class ComponentMetrics: Sendable {
     public let typeName: String
     private let counters = Mutex(Counters())
     private let inputBuffer = Mutex<EventBuffer?>(nil)
+    private let detailsProvider = Mutex<(@Sendable () -> JSONObject)?>(nil)
 
     private struct Counters {
         var received = 0
@@ -25,6 +26,11 @@ public final class ComponentMetrics: Sendable {
         self.id = id
         self.kind = kind
         self.typeName = typeName
+    }
+
+    /// Adds component-specific fields to every report (a WebSocket source's `connection` object, say).
+    public func provideDetails(_ provider: @escaping @Sendable () -> JSONObject) {
+        detailsProvider.withLock { $0 = provider }
     }
 
     func attach(_ buffer: EventBuffer) {
@@ -66,6 +72,7 @@ public final class ComponentMetrics: Sendable {
     /// The counters now; each snapshot starts a new interval for the live latency figures.
     public func snapshot() -> ComponentSnapshot {
         let buffer = inputBuffer.withLock { $0 }?.snapshot()
+        let details = detailsProvider.withLock { $0 }?() ?? JSONObject()
         return counters.withLock { counters in
             let recent = counters.recentLatency
             counters.latency.add(recent)
@@ -73,7 +80,7 @@ public final class ComponentMetrics: Sendable {
             return ComponentSnapshot(
                 id: id, kind: kind, typeName: typeName, received: counters.received, sent: counters.sent,
                 discarded: counters.discarded, buffer: buffer, recentLatency: recent,
-                totalLatency: counters.latency)
+                totalLatency: counters.latency, details: details)
         }
     }
 }
@@ -95,4 +102,6 @@ public struct ComponentSnapshot: Sendable, Equatable {
     public var recentLatency: LatencyHistogram
     /// Latencies since the start (sinks only).
     public var totalLatency: LatencyHistogram
+    /// Component-specific fields, added to the JSON report as they are.
+    public var details = JSONObject()
 }

@@ -55,6 +55,7 @@ public enum MetricsFormatter {
                 "p99": latency.quantileMillis(0.99).map { .double(rounded($0, 3)) } ?? .null,
             ]
         }
+        for field in component.details.fields { object[field.key] = field.value }
         return .object(object)
     }
 
@@ -150,10 +151,23 @@ public enum MetricsFormatter {
                     return (3...6).contains(column) ? pad + cell : cell + pad
                 }.joined(separator: "  ").trimmingTrailingSpaces())
         }
+        for component in report.components {
+            for field in component.details.fields {
+                lines.append("\(component.id) \(field.key): \(detailsText(field.value))")
+            }
+        }
         if let bottleneck = report.bottleneck {
             lines.append("bottleneck: \(bottleneck) (its input buffer is full or its producers are waiting)")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `key=value` pairs for an object, plain text otherwise.
+    private static func detailsText(_ value: JSONValue) -> String {
+        guard case .object(let object) = value else { return JSONWriter.string(value) }
+        return object.fields.map { field in
+            "\(field.key)=\(field.value.stringValue ?? JSONWriter.string(field.value))"
+        }.joined(separator: " ")
     }
 
     // MARK: - Numbers

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""An independent WebSocket peer for Sluice's end-to-end tests (Debian's python3-websockets 10.x).
+
+It binds 127.0.0.1 only, prints "PORT <n>" once listening, records what clients send (handshake headers,
+messages, close codes) as JSON lines in --record, and ends by itself after --lifetime seconds.
+
+Modes:
+  feed    after each connection's first message (the subscribe), send --messages messages of about --size bytes,
+          numbered from where the previous connection stopped, then (with --close-after) close the connection.
+  reject  refuse every handshake with HTTP 401.
+  silent  a raw socket server that completes the handshake and then never answers anything (not even pings).
+"""
+import argparse, asyncio, base64, hashlib, json, socket, sys, threading, time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("mode", choices=["feed", "reject", "silent"])
+parser.add_argument("--port", type=int, default=0)
+parser.add_argument("--messages", type=int, default=10)
+parser.add_argument("--size", type=int, default=0)
+parser.add_argument("--start", type=int, default=0)
+parser.add_argument("--record", default=None)
+parser.add_argument("--lifetime", type=float, default=60)
+parser.add_argument("--certfile", default=None)
+parser.add_argument("--keyfile", default=None)
+parser.add_argument("--close-after", action="store_true")
+args = parser.parse_args()
+
+record_lock = threading.Lock()
+
+
+def record(entry):
+    if args.record:
+        with record_lock, open(args.record, "a") as out:
+            out.write(json.dumps(entry) + "\n")
+
+
+def announce(port):
+    print(f"PORT {port}", flush=True)
+
+
+def silent_server():
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", args.port))
+    listener.listen()
+    listener.settimeout(args.lifetime)
+    announce(listener.getsockname()[1])
+    deadline = time.time() + args.lifetime
+    connections = []
+    while time.time() < deadline:
+        try:
+            conn, _ = listener.accept()
+        except socket.timeout:
+            break
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            request += chunk
+        key = [l.split(b":", 1)[1].strip() for l in request.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key")]
+        accept = base64.b64encode(hashlib.sha1(key[0] + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+        conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+        record({"event": "connected", "at": time.time()})
+        connections.append(conn)  # kept open, never read or answered
+
+
+async def main():
+    import ssl
+    import websockets
+
+    sent = {"next": args.start}
+
+    async def handler(ws, path):
+        record({"event": "connected", "path": path, "headers": dict(ws.request_headers)})
+        try:
+            first = await ws.recv()
+            record({"event": "message", "data": first})
+            for _ in range(args.messages):
+                n = sent["next"]
+                sent["next"] += 1
+                body = json.dumps({"n": n, "pad": "x" * max(0, args.size - 20)})
+                await ws.send(body)
+            if args.close_after:
+                await ws.close(1001, "going away")
+                return
+            async for message in ws:
+                record({"event": "message", "data": message})
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            record({"event": "closed", "code": ws.close_code, "reason": ws.close_reason})
+
+    async def process_request(path, headers):
+        if args.mode == "reject":
+            return (401, [("Content-Type", "text/plain")], b"unauthorized\n")
+        return None
+
+    context = None
+    if args.certfile:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.certfile, args.keyfile)
+    server = await websockets.serve(handler, "127.0.0.1", args.port, compression=None, max_size=None,
+                                    process_request=process_request, ssl=context, ping_interval=None)
+    announce(server.sockets[0].getsockname()[1])
+    await asyncio.sleep(args.lifetime)
+    server.close()
+
+
+if args.mode == "silent":
+    silent_server()
+else:
+    asyncio.run(main())
