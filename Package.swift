@@ -46,7 +46,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SluiceEndToEndTests",
-            dependencies: ["SluiceCLI", "SluiceCore", "SluiceTesting"]
+            dependencies: ["SluiceCLI", "SluiceCore", "SluiceTesting"],
+            // Independent peers in Python, run by the tests as separate processes.
+            exclude: ["Peers"]
         ),
     ]
 )

@@ -2,20 +2,26 @@ internal import CLibWebSockets
 internal import Synchronization
 
 /// Routes libwebsockets' own log lines (errors and warnings only) into Sluice's logging: TLS failures are only
-/// explained there. lws logging is process-wide, so the last installed sink wins.
+/// explained there. A line equal to the one before is not repeated, so a feed failing the same way on every retry
+/// is reported once. lws logging is process-wide, so the last installed sink wins.
 enum LWSLog {
-    private static let sink = Mutex<(@Sendable (String) -> Void)?>(nil)
+    private static let state = Mutex<(sink: (@Sendable (String) -> Void)?, last: String?)>((nil, nil))
 
     static func install(_ log: @escaping @Sendable (String) -> Void) {
-        let first = sink.withLock { current -> Bool in
-            defer { current = log }
-            return current == nil
+        let first = state.withLock { state -> Bool in
+            defer { state.sink = log }
+            return state.sink == nil
         }
         if first { lws_set_log_level(Int32(LLL_ERR | LLL_WARN), emit) }
     }
 
     fileprivate static func forward(_ line: String) {
-        sink.withLock { $0 }?(line)
+        let sink = state.withLock { state -> (@Sendable (String) -> Void)? in
+            guard line != state.last else { return nil }
+            state.last = line
+            return state.sink
+        }
+        sink?(line)
     }
 }
 

@@ -133,8 +133,8 @@ extension WebSocketClient {
         let policy = options.reconnect
         if policy.maxAttempts > 0, attempts > policy.maxAttempts {
             report("giving up on \(options.url) after \(policy.maxAttempts) attempts: \(reason)")
-            continuation.yield(.gaveUp(reason))
             updateStatistics { $0.state = .stopped }
+            continuation.yield(.gaveUp(reason))
             requestExit(context)
             return
         }
@@ -222,6 +222,7 @@ extension WebSocketClient {
             }
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             var detail = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
+            if httpStatus == 0, let wsi { httpStatus = lws_http_client_http_response(wsi) }
             if httpStatus != 0, httpStatus != 101 {
                 detail = "the handshake was rejected with HTTP \(httpStatus)"
             } else if detail.contains("SSL") || detail.contains("ssl") {

@@ -10,7 +10,10 @@ Modes:
   reject  refuse every handshake with HTTP 401.
   silent  a raw socket server that completes the handshake and then never answers anything (not even pings).
 """
-import argparse, asyncio, base64, hashlib, json, socket, sys, threading, time
+import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, threading, time
+
+# A parent may start us with signals blocked (a Dispatch thread's mask is inherited): let SIGTERM end us at once.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 parser = argparse.ArgumentParser()
 parser.add_argument("mode", choices=["feed", "reject", "silent"])
@@ -94,7 +97,7 @@ async def main():
 
     async def process_request(path, headers):
         if args.mode == "reject":
-            return (401, [("Content-Type", "text/plain")], b"unauthorized\n")
+            return (http.HTTPStatus.UNAUTHORIZED, [("Content-Type", "text/plain")], b"unauthorized\n")
         return None
 
     context = None

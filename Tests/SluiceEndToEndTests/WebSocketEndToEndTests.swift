@@ -1,0 +1,263 @@
+import Foundation
+import SluiceCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `websocket` source against an independent peer (Python's websockets), through the real binary.
+@Suite(.serialized)
+struct WebSocketEndToEndTests {
+    static func pipeline(url: String, extra: String = "", sink: String = "{type: stdout, inputs: [feed]}") -> String {
+        """
+        sources:
+          feed:
+            type: websocket
+            url: \(url)
+            reconnect: {initial_delay_ms: 100, max_delay_ms: 400, jitter_percent: 10}
+        \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+        sinks:
+          out: \(sink)
+        metrics: {interval_secs: 0, to: "$METRICS", format: json}
+        """
+    }
+
+    /// Reads stdout until `lines` lines have arrived (or the output ends).
+    func readLines(_ child: SluiceProcess, _ lines: Int) -> [Substring] {
+        var output = Data()
+        while output.reduce(0, { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }) < lines, let chunk = child.readChunk() {
+            output.append(chunk)
+        }
+        return String(decoding: output, as: UTF8.self).split(separator: "\n")
+    }
+
+    @Test func headersAndSubscribeMessagesReachTheServerAndStopClosesWith1000() throws {
+        let peer = try WebSocketPeer("feed", ["--messages", "100"])
+        defer { peer.stop() }
+        let pipeline = try TemporaryPipeline(
+            Self.pipeline(
+                url: "ws://127.0.0.1:\(peer.port)/v1/stream?x=1",
+                extra: """
+                    headers: {Authorization: "Bearer ${FEED_TOKEN}", X-Client: sluice}
+                    subscribe:
+                      - '{"op":"subscribe","channel":"ticker"}'
+                      - '{"op":"subscribe","channel":"trades"}'
+                    """))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path], environment: ["FEED_TOKEN": "s3cret-token"])
+        try child.start()
+        child.feed { _ in nil }
+        let lines = readLines(child, 100)
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        #expect(lines.count == 100)
+        #expect(lines.first == #"{"n":0,"pad":""}"#)
+        #expect(peer.waitForRecords { $0.contains { $0["event"] as? String == "closed" } })
+        let records = peer.records()
+        let connected = try #require(records.first { $0["event"] as? String == "connected" })
+        let headers = try #require(connected["headers"] as? [String: String])
+        #expect(headers["authorization"] == "Bearer s3cret-token")
+        #expect(headers["x-client"] == "sluice")
+        #expect(connected["path"] as? String == "/v1/stream?x=1")
+        let messages = records.filter { $0["event"] as? String == "message" }.compactMap { $0["data"] as? String }
+        #expect(messages == [#"{"op":"subscribe","channel":"ticker"}"#, #"{"op":"subscribe","channel":"trades"}"#])
+        let closed = try #require(records.first { $0["event"] as? String == "closed" })
+        #expect(closed["code"] as? Int == 1000)
+        let source = try #require(try pipeline.finalComponent("feed"))
+        #expect(source.int("received_events_total") == 100)
+        #expect(source.int("connection", "connects_total") == 1)
+        #expect(source["connection"]?["state"] == "stopped")
+        #expect(!child.errorText.contains("s3cret-token"), "the token never appears in logs")
+    }
+
+    @Test func aRejectedHandshakeIsReportedOnceAndTheSourceGivesUpAfterMaxAttempts() throws {
+        let peer = try WebSocketPeer("reject")
+        defer { peer.stop() }
+        let pipeline = try TemporaryPipeline(
+            Self.pipeline(
+                url: "ws://127.0.0.1:\(peer.port)/",
+                extra: "reconnect: {initial_delay_ms: 20, max_delay_ms: 50, jitter_percent: 0, max_attempts: 4}"
+            ).replacingOccurrences(
+                of: "    reconnect: {initial_delay_ms: 100, max_delay_ms: 400, jitter_percent: 10}\n", with: ""))
+        defer { pipeline.remove() }
+        let (status, output, errors) = try SluiceProcess.run(["run", pipeline.path])
+        #expect(status == 1)
+        #expect(output.isEmpty)
+        let rejections = errors.components(separatedBy: "the handshake was rejected with HTTP 401").count - 1
+        #expect(rejections == 3, "once as it happens, in the give-up message and the exit error: \(errors)")
+        #expect(errors.components(separatedBy: "got bad HTTP response '401'").count - 1 == 1, "lws says it once")
+        #expect(errors.contains("gave up"))
+        let source = try #require(try pipeline.finalComponent("feed"))
+        #expect(source.int("connection", "reconnect_attempts_total") == 4)
+        #expect(source.int("connection", "connects_total") == 0)
+    }
+
+    @Test func subscribeIsResentAfterTheServerRestartsAndNoMessageIsLost() throws {
+        var peer = try WebSocketPeer("feed", ["--messages", "50"])
+        let port = peer.port
+        let pipeline = try TemporaryPipeline(
+            Self.pipeline(url: "ws://127.0.0.1:\(port)/", extra: "subscribe: ['hello']\nemit_gap_events: true"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed { _ in nil }
+        var lines = readLines(child, 50)
+        peer.stop()
+        peer = try WebSocketPeer("feed", ["--messages", "50", "--start", "50", "--port", String(port)])
+        defer { peer.stop() }
+        lines += readLines(child, 51)
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        let events = try lines.map { try JSONReader.parse(String($0)) }
+        let numbers = events.compactMap { $0.int("n") }
+        #expect(numbers == Array(0..<100))
+        let gaps = events.filter { $0["type"] == "gap" }
+        #expect(gaps.count == 1)
+        #expect(peer.records().contains { $0["event"] as? String == "message" && $0["data"] as? String == "hello" })
+        let source = try #require(try pipeline.finalComponent("feed"))
+        #expect(source.int("connection", "connects_total") == 2)
+        #expect(source.int("connection", "disconnects_total") ?? 0 >= 1)
+        #expect(child.errorText.contains("the connection was lost") || child.errorText.contains("closed the connection"))
+    }
+
+    @Test func oneMebibyteMessagesArriveWholeAndOversizeOnesAreCountedAndClosedWith1009() throws {
+        let big = try WebSocketPeer("feed", ["--messages", "4", "--size", String(1 << 20)])
+        defer { big.stop() }
+        let pipeline = try TemporaryPipeline(Self.pipeline(url: "ws://127.0.0.1:\(big.port)/", extra: "subscribe: [go]"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed { _ in nil }
+        let lines = readLines(child, 4)
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        #expect(lines.count == 4)
+        #expect(lines.allSatisfy { $0.utf8.count > 1 << 20 - 100 && $0.utf8.count < 1 << 20 + 100 })
+
+        let small = try WebSocketPeer("feed", ["--messages", "3", "--size", "200000"])
+        defer { small.stop() }
+        let limited = try TemporaryPipeline(
+            Self.pipeline(url: "ws://127.0.0.1:\(small.port)/", extra: "subscribe: [go]\nmax_message_bytes: 100000"))
+        defer { limited.remove() }
+        let second = SluiceProcess(["run", limited.path])
+        try second.start()
+        second.feed { _ in nil }
+        #expect(small.waitForRecords { $0.contains { $0["event"] as? String == "closed" && $0["code"] as? Int == 1009 } })
+        // It reconnects after the 1009 close.
+        #expect(small.waitForRecords { $0.filter { $0["event"] as? String == "connected" }.count >= 2 })
+        kill(second.process.processIdentifier, SIGTERM)
+        _ = second.readAllOutput()
+        #expect(second.waitForExit() == 0)
+        let source = try #require(try limited.finalComponent("feed"))
+        #expect(source.int("discarded_events_total", "oversize") ?? 0 >= 1)
+        #expect(source.balances)
+    }
+
+    @Test func aServerThatNeverAnswersIsDroppedAfterTheIdleTimeoutAndReconnected() throws {
+        let peer = try WebSocketPeer("silent")
+        defer { peer.stop() }
+        let pipeline = try TemporaryPipeline(
+            Self.pipeline(url: "ws://127.0.0.1:\(peer.port)/", extra: "ping_interval_secs: 1\nidle_timeout_secs: 2"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed { _ in nil }
+        let started = Date()
+        #expect(peer.waitForRecords(seconds: 15) { $0.filter { $0["event"] as? String == "connected" }.count >= 2 })
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(elapsed >= 1.5, "dropped only after the idle timeout (\(elapsed) s)")
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+    }
+
+    @Test func wssIsAcceptedWithTheCAFileAndRejectedWithoutIt() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = { (name: String) in directory.appendingPathComponent(name).path }
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("ext.cnf"), atomically: true, encoding: .utf8)
+        for arguments in [
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path("ca.key"), "-out", path("ca.pem"),
+             "-days", "2", "-subj", "/CN=Sluice Test CA"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
+             "-subj", "/CN=localhost"],
+            ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+             "-CAcreateserial", "-out", path("server.pem"), "-days", "2", "-extfile", path("ext.cnf")],
+        ] {
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            openssl.arguments = arguments
+            openssl.standardOutput = FileHandle.nullDevice
+            openssl.standardError = FileHandle.nullDevice
+            try openssl.run()
+            openssl.waitUntilExit()
+            #expect(openssl.terminationStatus == 0, "openssl \(arguments[0])")
+        }
+        let peer = try WebSocketPeer("feed", ["--messages", "5", "--certfile", path("server.pem"), "--keyfile", path("server.key")])
+        defer { peer.stop() }
+
+        let trusted = try TemporaryPipeline(
+            Self.pipeline(url: "wss://localhost:\(peer.port)/", extra: "subscribe: [go]\ntls: {ca_file: \"\(path("ca.pem"))\"}"))
+        defer { trusted.remove() }
+        let child = SluiceProcess(["run", trusted.path])
+        try child.start()
+        child.feed { _ in nil }
+        let lines = readLines(child, 5)
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        #expect(lines.count == 5)
+
+        let untrusted = try TemporaryPipeline(
+            Self.pipeline(url: "wss://localhost:\(peer.port)/", extra: "subscribe: [go]").replacingOccurrences(
+                of: "jitter_percent: 10}", with: "jitter_percent: 10, max_attempts: 1}"))
+        defer { untrusted.remove() }
+        let (status, output, errors) = try SluiceProcess.run(["run", untrusted.path])
+        #expect(status == 1)
+        #expect(output.isEmpty)
+        #expect(errors.contains("TLS failed") || errors.contains("SSL"), "\(errors)")
+    }
+
+    @Test func aFastServerIntoABlockPipelineWithASlowSinkLosesNothingAndStaysBounded() throws {
+        let count = 300_000
+        let peer = try WebSocketPeer("feed", ["--messages", String(count), "--size", "100", "--lifetime", "120"])
+        defer { peer.stop() }
+        let pipeline = try TemporaryPipeline(
+            Self.pipeline(
+                url: "ws://127.0.0.1:\(peer.port)/", extra: "subscribe: [go]",
+                sink: "{type: stdout, inputs: [feed], buffer: {max_events: 1000, when_full: block}}"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed { _ in nil }
+        // A slow reader first: Sluice must stop reading the socket rather than buffer the feed.
+        var output = Data()
+        for _ in 0..<200 {
+            guard let chunk = child.readChunk(limit: 1 << 12) else { break }
+            output.append(chunk)
+            usleep(5000)
+        }
+        var lines = output.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+        while lines < count, let chunk = child.readChunk() {
+            output.append(chunk)
+            lines += chunk.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+        }
+        kill(child.process.processIdentifier, SIGTERM)
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit() == 0)
+        let numbers = try String(decoding: output, as: UTF8.self).split(separator: "\n").map {
+            try JSONReader.parse(String($0)).int("n") ?? -1
+        }
+        #expect(numbers.count == count)
+        #expect(numbers == Array(0..<count))
+        let report = try #require(try pipeline.reports().last)
+        let rss = try #require(report.int("process", "max_rss_bytes"))
+        #expect(rss < 100 << 20, "peak RSS \(rss)")
+        #expect(try pipeline.finalComponent("out")?.int("buffer", "high_water_events") ?? .max <= 1000)
+    }
+}
