@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "SluiceCore", dependencies: ["SluiceYAML"]),
         .target(name: "SluiceSources", dependencies: ["SluiceCore", "SluiceWebSocket"]),
         .target(name: "SluiceTransforms", dependencies: ["SluiceCore", "SluiceYAML"]),
-        .target(name: "SluiceSinks", dependencies: ["SluiceCore"]),
+        .target(name: "SluiceSinks", dependencies: ["SluiceCore", "SluiceWebSocket"]),
         .target(
             name: "SluiceCLI",
             dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks"]

@@ -7,5 +7,6 @@ public enum SinkCatalog {
         StdoutSinkConfig.self,
         FileSinkConfig.self,
         BlackholeSinkConfig.self,
+        WebSocketServerSinkConfig.self,
     ]
 }

@@ -7,5 +7,6 @@ public enum SourceCatalog {
         StdinSourceConfig.self,
         SimulatorSourceConfig.self,
         WebSocketSourceConfig.self,
+        WebSocketServerSourceConfig.self,
     ]
 }

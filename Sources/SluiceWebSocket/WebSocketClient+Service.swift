@@ -188,8 +188,7 @@ extension WebSocketClient {
             self.wsi = wsi
             connectedAtNanos = monotonicNanos()
             receivedSinceConnect = false
-            partial.removeAll()
-            discardingOversize = false
+            assembler.reset()
             closeCode = nil
             updateStatistics { statistics in
                 statistics.state = .connected
@@ -252,31 +251,16 @@ extension WebSocketClient {
     private func receive(_ wsi: OpaquePointer?, _ input: UnsafeMutableRawPointer?, _ length: Int) {
         receivedSinceConnect = true
         updateStatistics { $0.receivedBytesTotal += length }
-        let first = lws_is_first_fragment(wsi) != 0
-        let final = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
-        let bytes = UnsafeBufferPointer(start: input?.assumingMemoryBound(to: UInt8.self), count: input == nil ? 0 : length)
-        if first {
-            partial.removeAll(keepingCapacity: partial.capacity <= 1 << 20)
-            discardingOversize = false
-        }
-        if !discardingOversize {
-            if partial.count + bytes.count > options.maxMessageBytes {
-                discardingOversize = true
-                continuation.yield(.oversize(bytes: partial.count + bytes.count))
-                partial.removeAll()
-                report("\(options.url): a message exceeded max_message_bytes (\(options.maxMessageBytes)); closing with 1009")
-                closeCode = 1009
-                lws_callback_on_writable(wsi)
-            } else if first, final {
-                pending.append(WebSocketMessage(bytes: Array(bytes), isBinary: lws_frame_is_binary(wsi) != 0))
-                return
-            } else {
-                partial.append(contentsOf: bytes)
-            }
-        }
-        if final, !discardingOversize {
-            pending.append(WebSocketMessage(bytes: partial, isBinary: lws_frame_is_binary(wsi) != 0))
-            partial.removeAll(keepingCapacity: partial.capacity <= 1 << 20)
+        switch assembler.receive(wsi, input, length) {
+        case .incomplete:
+            break
+        case .message(let message):
+            pending.append(message)
+        case .oversize(let size):
+            continuation.yield(.oversize(bytes: size))
+            report("\(options.url): a message exceeded max_message_bytes (\(options.maxMessageBytes)); closing with 1009")
+            closeCode = 1009
+            lws_callback_on_writable(wsi)
         }
     }
 
@@ -290,23 +274,12 @@ extension WebSocketClient {
             return -1
         }
         guard !outbox.isEmpty else { return 0 }
-        let message = Array(outbox.removeFirst().utf8)
-        // lws_write masks the payload in place and needs LWS_PRE bytes before it: always a scratch copy.
-        let pre = sluice_lws_pre()
-        var scratch = [UInt8](repeating: 0, count: pre + message.count)
-        scratch.replaceSubrange(pre..., with: message)
-        let written = scratch.withUnsafeMutableBufferPointer { buffer in
-            lws_write(wsi, buffer.baseAddress! + pre, message.count, LWS_WRITE_TEXT)
-        }
-        if written < message.count { return -1 }
+        // lws_write masks a client's payload in place: writeMessage always writes a copy.
+        guard writeMessage(wsi, Array(outbox.removeFirst().utf8)) else { return -1 }
         if !outbox.isEmpty { lws_callback_on_writable(wsi) }
         return 0
     }
 
-    private func closeWith(_ wsi: OpaquePointer?, _ status: lws_close_status, _ text: String) {
-        var bytes = Array(text.utf8)
-        lws_close_reason(wsi, status, &bytes, bytes.count)
-    }
 }
 
 // MARK: - C entry points (capture nothing; the owner comes from the context's user pointer)
@@ -338,4 +311,10 @@ func wallClockMillis() -> Int64 {
     var spec = timespec()
     clock_gettime(CLOCK_REALTIME, &spec)
     return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}
+
+/// Sets the close code and reason sent when the callback then returns -1.
+func closeWith(_ wsi: OpaquePointer?, _ status: lws_close_status, _ text: String) {
+    var bytes = Array(text.utf8)
+    lws_close_reason(wsi, status, &bytes, bytes.count)
 }

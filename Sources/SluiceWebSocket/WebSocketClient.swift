@@ -117,8 +117,7 @@ public final class WebSocketClient: @unchecked Sendable {
 
     var wsi: OpaquePointer?
     var pending: [WebSocketMessage] = []
-    var partial: [UInt8] = []
-    var discardingOversize = false
+    var assembler: MessageAssembler
     var closeCode: Int32?
     var outbox: [String] = []
     var paused = false
@@ -137,6 +136,7 @@ public final class WebSocketClient: @unchecked Sendable {
     public init(options: WebSocketClientOptions, log: @escaping @Sendable (String) -> Void) {
         self.options = options
         self.log = log
+        assembler = MessageAssembler(maxMessageBytes: options.maxMessageBytes)
         (events, continuation) = AsyncStream.makeStream(of: WebSocketClientEvent.self)
     }
 

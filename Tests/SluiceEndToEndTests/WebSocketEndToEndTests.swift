@@ -230,7 +230,8 @@ struct WebSocketEndToEndTests {
         let pipeline = try TemporaryPipeline(
             Self.pipeline(
                 url: "ws://127.0.0.1:\(peer.port)/", extra: "subscribe: [go]",
-                sink: "{type: stdout, inputs: [feed], buffer: {max_events: 1000, when_full: block}}"))
+                sink: "{type: stdout, inputs: [feed], buffer: {max_events: 1000, when_full: block}}"
+            ).replacingOccurrences(of: "interval_secs: 0,", with: "interval_secs: 0.5,"))
         defer { pipeline.remove() }
         let child = SluiceProcess(["run", pipeline.path])
         try child.start()
@@ -259,5 +260,80 @@ struct WebSocketEndToEndTests {
         let rss = try #require(report.int("process", "max_rss_bytes"))
         #expect(rss < 100 << 20, "peak RSS \(rss)")
         #expect(try pipeline.finalComponent("out")?.int("buffer", "high_water_events") ?? .max <= 1000)
+    }
+
+    /// Starts `pipeline` and returns the child once it has said which port its server listens on.
+    func startServing(_ pipeline: TemporaryPipeline) throws -> (SluiceProcess, Int) {
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed { _ in nil }
+        #expect(child.waitForErrorText("listening on ws://127.0.0.1:"))
+        let text = child.errorText
+        let tail = try #require(text.components(separatedBy: "listening on ws://127.0.0.1:").last)
+        let port = try #require(Int(tail.prefix { $0.isNumber }))
+        return (child, port)
+    }
+
+    @Test func theServerSinkServesTwoClientsAndOnlyTheSlowOneLoses() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              sim: {type: simulator, devices: 1, rate: 2000, count: 12000, seed: 4}
+            sinks:
+              dash: {type: websocket_server, inputs: [sim], listen: 0, path: /fleet, max_client_buffer_events: 100}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let (child, port) = try startServing(pipeline)
+        let url = "ws://127.0.0.1:\(port)/fleet"
+        let fast = try WebSocketPeer("client", ["--url", url])
+        // The slow client takes 20 messages a second through a 4 KiB window: its queue overflows within a second.
+        let slow = try WebSocketPeer("client", ["--url", url, "--delay", "0.05", "--small-window"])
+        defer {
+            fast.stop()
+            slow.stop()
+        }
+        #expect(child.waitForExit(seconds: 60) == 0)
+        #expect(fast.waitForRecords { $0.contains { $0["event"] as? String == "summary" } })
+        let fastSeqs = try #require(fast.records().first { $0["event"] as? String == "summary" }?["seqs"] as? [Int])
+        // The fast client misses nothing after it connected, up to the last event.
+        #expect(fastSeqs.count > 6000)
+        #expect(fastSeqs == Array((fastSeqs.first ?? 0)...(fastSeqs.last ?? -1)))
+        #expect(fastSeqs.last == 11999)
+        #expect(fast.records().first { $0["event"] as? String == "summary" }?["code"] as? Int == 1001)
+        let sink = try #require(try pipeline.finalComponent("dash"))
+        #expect(sink.int("client_discarded_events_total", "slow_client") ?? 0 > 0)
+        #expect(sink.int("clients_total") == 2)
+        #expect(sink.int("sent_events_total") == 12000)
+        // The pipeline was never held back: 12,000 events at 2,000/s take 6 s, plus at most 2 s for the stalled
+        // client at shutdown (held back to the slow client's pace it would take 10 minutes).
+        guard case .double(let uptime)? = try pipeline.reports().last?["uptime_secs"] else {
+            Issue.record("no uptime"); return
+        }
+        #expect(uptime < 8.8, "took \(uptime) s")
+    }
+
+    @Test func theServerSourceTurnsClientMessagesIntoEvents() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              clients: {type: websocket_server, listen: 127.0.0.1:0}
+            sinks:
+              out: {type: stdout, inputs: [clients]}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let (child, port) = try startServing(pipeline)
+        let sender = try WebSocketPeer("client", ["--url", "ws://127.0.0.1:\(port)/", "--send", "--messages", "1000"])
+        defer { sender.stop() }
+        let lines = readLines(child, 1000)
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        let numbers = try lines.map { try JSONReader.parse(String($0)).int("n") ?? -1 }
+        #expect(numbers == Array(0..<1000))
+        let source = try #require(try pipeline.finalComponent("clients"))
+        #expect(source.int("received_events_total") == 1000)
+        #expect(source.int("clients_total") == 1)
     }
 }

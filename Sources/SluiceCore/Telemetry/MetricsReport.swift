@@ -30,8 +30,22 @@ public struct MetricsReport: Sendable {
         self.maxRSSBytes = maxRSSBytes
     }
 
-    /// The peak resident memory of this process, in bytes.
+    /// The peak resident memory of this process, in bytes: `VmHWM` from /proc/self/status. (getrusage's
+    /// `ru_maxrss` is no good here: Linux carries the parent's peak across fork and exec, so a child of a large
+    /// process would report its parent's memory.)
     public static func currentMaxRSSBytes() -> Int {
+        let descriptor = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        if descriptor >= 0 {
+            defer { close(descriptor) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = read(descriptor, &buffer, buffer.count)
+            if count > 0 {
+                for line in String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n")
+                where line.hasPrefix("VmHWM:") {
+                    if let kilobytes = Int(line.dropFirst(6).filter(\.isNumber)) { return kilobytes * 1024 }
+                }
+            }
+        }
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return usage.ru_maxrss * 1024

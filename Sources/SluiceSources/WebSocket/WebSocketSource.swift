@@ -27,41 +27,12 @@ struct WebSocketSource: Source {
         }
         context.stop.onStop { client.stop() }
         client.start()
-        var errors = RateLimitedReporter()
+        var decoder = MessageDecoder(
+            decoding: config.decoding, splitArrays: config.splitArrays, sourceID: id, log: log)
         for await event in client.events {
             switch event {
             case .messages(let messages):
-                let now = MonotonicClock.nanos()
-                var batch: [Event] = []
-                batch.reserveCapacity(messages.count)
-                var received = 0
-                var discards = DiscardCounts()
-                for message in messages {
-                    let value: JSONValue
-                    do {
-                        value = try message.bytes.withUnsafeBufferPointer { (bytes) throws(JSONError) in
-                            try config.decoding.decode(bytes)
-                        }
-                    } catch {
-                        received += 1
-                        discards[.parseError] += 1
-                        errors.report(to: log, now: now) {
-                            "\(id): a message is not valid JSON (\(error)); counted under parse_error"
-                        } summary: { "\(id): \($0) more messages were not valid JSON; see parse_error in the metrics" }
-                        continue
-                    }
-                    if config.splitArrays, case .array(let items) = value {
-                        // Each element counts as one received event, so received = sent + discarded still holds.
-                        received += items.count
-                        batch.append(contentsOf: items.map { Event($0, ingestNanos: now) })
-                    } else {
-                        received += 1
-                        batch.append(Event(value, ingestNanos: now))
-                    }
-                }
-                context.metrics.recordReceived(received)
-                context.metrics.recordDiscarded(discards)
-                await context.output.send(batch)
+                await decoder.deliver(messages, to: context)
                 client.acknowledge(messages.count)
             case .oversize:
                 context.metrics.recordReceived(1)

@@ -9,6 +9,8 @@ Modes:
           numbered from where the previous connection stopped, then (with --close-after) close the connection.
   reject  refuse every handshake with HTTP 401.
   silent  a raw socket server that completes the handshake and then never answers anything (not even pings).
+  client  connect to --url, send --messages messages (with --send), or read messages, sleeping --delay seconds
+          after each, until the server closes; records each message's "seq" and the close code.
 """
 import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, threading, time
 
@@ -16,7 +18,11 @@ import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, thre
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 parser = argparse.ArgumentParser()
-parser.add_argument("mode", choices=["feed", "reject", "silent"])
+parser.add_argument("mode", choices=["feed", "reject", "silent", "client"])
+parser.add_argument("--url", default=None)
+parser.add_argument("--delay", type=float, default=0)
+parser.add_argument("--send", action="store_true")
+parser.add_argument("--small-window", action="store_true", help="a 4 KiB receive buffer, so TCP pushes back at once")
 parser.add_argument("--port", type=int, default=0)
 parser.add_argument("--messages", type=int, default=10)
 parser.add_argument("--size", type=int, default=0)
@@ -111,7 +117,36 @@ async def main():
     server.close()
 
 
-if args.mode == "silent":
+async def client():
+    import websockets
+    sock = None
+    if args.small_window:
+        host, port = args.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((host, int(port)))
+    async with websockets.connect(args.url, compression=None, max_size=None, ping_interval=None, sock=sock,
+                                  max_queue=1) as ws:
+        announce(0)
+        if args.send:
+            for n in range(args.messages):
+                await ws.send(json.dumps({"n": n}))
+            await asyncio.sleep(args.lifetime)
+            return
+        seqs = []
+        try:
+            async for message in ws:
+                seqs.append(json.loads(message).get("seq"))
+                if args.delay:
+                    await asyncio.sleep(args.delay)
+        except websockets.ConnectionClosed:
+            pass
+        record({"event": "summary", "seqs": seqs, "code": ws.close_code})
+
+
+if args.mode == "client":
+    asyncio.run(asyncio.wait_for(client(), args.lifetime + 5))
+elif args.mode == "silent":
     silent_server()
 else:
     asyncio.run(main())

@@ -1,0 +1,54 @@
+/// The listener options shared by the `websocket_server` sink and source: `listen`, `path`, `tls`, and limits.
+public struct WebSocketListenerConfig: Sendable, Equatable {
+    /// The address to bind: 127.0.0.1 unless another is written explicitly.
+    public var host = "127.0.0.1"
+    /// The port; 0 picks a free one, reported on stderr.
+    public var port = 8765
+    /// Only this request path is accepted, when given.
+    public var path: String?
+    /// PEM certificate and key; both given means wss://.
+    public var certFile: String?
+    public var keyFile: String?
+    /// Messages queued per client before its oldest are dropped.
+    public var maxClientBufferEvents = 1000
+    /// The largest message accepted from a client.
+    public var maxMessageBytes = 16 << 20
+
+    /// Reads the listener options from a component's mapping.
+    public init(reading options: ConfigMapping) {
+        if let node = options.value("listen"), let text = node.string() {
+            if let (host, port) = Self.parseListen(text) {
+                self.host = host
+                self.port = port
+            } else {
+                options.log.error(
+                    "'\(text)' is not a listen address", at: node.mark,
+                    notes: ["write HOST:PORT, or a bare PORT to bind 127.0.0.1 only"])
+            }
+        }
+        if let path = options.value("path")?.string() { self.path = path.hasPrefix("/") ? path : "/" + path }
+        if let tls = options.value("tls")?.mapping() {
+            certFile = tls.required("cert_file", note: "the PEM certificate for wss://")?.string()
+            keyFile = tls.required("key_file", note: "the PEM private key for wss://")?.string()
+            tls.finish()
+        }
+        if let limit = options.value("max_client_buffer_events")?.int(in: 1...10_000_000) { maxClientBufferEvents = limit }
+        if let limit = options.value("max_message_bytes")?.int(in: 1...(1 << 30)) { maxMessageBytes = limit }
+        if (host == "0.0.0.0" || host == "::" || host == "*"), certFile == nil {
+            options.log.warning(
+                "\(options.name) listens on all interfaces without TLS", at: options.value("listen")?.mark,
+                notes: ["anyone who can reach this machine can connect; add tls: {cert_file, key_file} or bind 127.0.0.1"])
+        }
+    }
+
+    /// `HOST:PORT`, `[V6]:PORT` or a bare `PORT` (which binds 127.0.0.1).
+    static func parseListen(_ text: String) -> (String, Int)? {
+        if let port = Int(text), (0...65535).contains(port) { return ("127.0.0.1", port) }
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+}

@@ -1,0 +1,73 @@
+public import SluiceCore
+internal import SluiceWebSocket
+
+/// Options of the `websocket_server` sink.
+public struct WebSocketServerSinkConfig: SinkConfig {
+    public static let typeName = "websocket_server"
+    public static let summary = "Serves every event as a JSON text message to every connected WebSocket client."
+
+    /// Where to listen, and the per-client queue limit.
+    public var listener: WebSocketListenerConfig
+
+    public init(reading options: ConfigMapping) {
+        listener = WebSocketListenerConfig(reading: options)
+    }
+
+    public func makeSink() -> any Sink { WebSocketServerSink(listener: listener) }
+}
+
+/// Broadcasts events; a slow client loses its own oldest messages and never slows the pipeline or other clients.
+/// An event counts as sent once it is handed to the server, whether or not any client is connected.
+struct WebSocketServerSink: Sink {
+    let listener: WebSocketListenerConfig
+
+    func run(_ input: EventBuffer, _ context: SinkContext) async throws {
+        let id = context.id
+        let log = context.log
+        let server = WebSocketServer(options: listener.serverOptions) { log.info("websocket_server '\(id)': \($0)") }
+        let port = try await server.start()
+        log.info("websocket_server '\(id)': listening on \(listener.url(port: port))")
+        context.metrics.provideDetails {
+            let statistics = server.statistics
+            return [
+                "clients": .int(Int64(statistics.clients)),
+                "clients_total": .int(Int64(statistics.clientsTotal)),
+                "client_discarded_events_total": ["slow_client": .int(Int64(statistics.slowClientDroppedTotal))],
+            ]
+        }
+        while let batch = await input.next() {
+            var messages: [[UInt8]] = []
+            messages.reserveCapacity(batch.count)
+            for event in batch {
+                var bytes: [UInt8] = []
+                JSONWriter.write(event.value, to: &bytes)
+                messages.append(bytes)
+            }
+            server.broadcast(messages)
+            context.metrics.recordWritten(ingestTimes: batch.lazy.map(\.ingestNanos), at: MonotonicClock.nanos())
+        }
+        server.stop()
+        for await _ in server.events {}
+    }
+}
+
+extension WebSocketListenerConfig {
+    /// The wrapper's options for this listener.
+    var serverOptions: WebSocketServerOptions {
+        var options = WebSocketServerOptions()
+        options.host = host
+        options.port = port
+        options.path = path
+        options.certFile = certFile
+        options.keyFile = keyFile
+        options.maxClientBufferMessages = maxClientBufferEvents
+        options.maxMessageBytes = maxMessageBytes
+        return options
+    }
+
+    /// The URL clients connect to.
+    func url(port: Int) -> String {
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        return "\(certFile == nil ? "ws" : "wss")://\(shownHost):\(port)\(path ?? "/")"
+    }
+}

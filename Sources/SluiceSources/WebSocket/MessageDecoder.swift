@@ -1,0 +1,56 @@
+internal import SluiceCore
+internal import SluiceWebSocket
+
+/// Turns a batch of WebSocket messages into events, counting messages as received and bad ones as `parse_error`,
+/// and sends them on; shared by the `websocket` and `websocket_server` sources.
+struct MessageDecoder {
+    let decoding: EventDecoding
+    /// A top-level JSON array becomes one event per element (each element then counts as one received event, so
+    /// received = sent + discarded still holds).
+    let splitArrays: Bool
+    let sourceID: String
+    let log: Logger
+    private var errors = RateLimitedReporter()
+
+    init(decoding: EventDecoding, splitArrays: Bool, sourceID: String, log: Logger) {
+        self.decoding = decoding
+        self.splitArrays = splitArrays
+        self.sourceID = sourceID
+        self.log = log
+    }
+
+    mutating func deliver(_ messages: [WebSocketMessage], to context: SourceContext) async {
+        let now = MonotonicClock.nanos()
+        var batch: [Event] = []
+        batch.reserveCapacity(messages.count)
+        var received = 0
+        var discards = DiscardCounts()
+        for message in messages {
+            let value: JSONValue
+            do {
+                value = try message.bytes.withUnsafeBufferPointer { (bytes) throws(JSONError) in
+                    try decoding.decode(bytes)
+                }
+            } catch {
+                received += 1
+                discards[.parseError] += 1
+                errors.report(to: log, now: now) { [sourceID] in
+                    "\(sourceID): a message is not valid JSON (\(error)); counted under parse_error"
+                } summary: { [sourceID] in
+                    "\(sourceID): \($0) more messages were not valid JSON; see parse_error in the metrics"
+                }
+                continue
+            }
+            if splitArrays, case .array(let items) = value {
+                received += items.count
+                batch.append(contentsOf: items.map { Event($0, ingestNanos: now) })
+            } else {
+                received += 1
+                batch.append(Event(value, ingestNanos: now))
+            }
+        }
+        context.metrics.recordReceived(received)
+        context.metrics.recordDiscarded(discards)
+        await context.output.send(batch)
+    }
+}

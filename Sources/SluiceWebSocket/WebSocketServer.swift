@@ -1,0 +1,334 @@
+internal import CLibWebSockets
+internal import Synchronization
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// Where a ``WebSocketServer`` listens and how it treats clients.
+public struct WebSocketServerOptions: Sendable {
+    /// The address to bind; 127.0.0.1 unless written otherwise.
+    public var host = "127.0.0.1"
+    /// The port; 0 picks a free one (see ``WebSocketServer/start()``).
+    public var port = 8765
+    /// Only this request path is accepted, when given.
+    public var path: String?
+    /// PEM certificate and key for wss://.
+    public var certFile: String?
+    public var keyFile: String?
+    /// Messages queued per client before its oldest are dropped (broadcast).
+    public var maxClientBufferMessages = 1000
+    /// Messages from a client larger than this are discarded and the client is closed with 1009.
+    public var maxMessageBytes = 16 << 20
+    /// Received messages not yet acknowledged at which the server stops reading from clients.
+    public var highWaterMessages = 4096
+
+    public init() {}
+}
+
+/// Counters of a server, for metrics.
+public struct WebSocketServerStatistics: Sendable, Equatable {
+    /// Clients connected now.
+    public var clients = 0
+    /// Clients that ever connected.
+    public var clientsTotal = 0
+    /// Messages dropped from slow clients' queues, summed over clients.
+    public var slowClientDroppedTotal = 0
+    /// Bytes received from clients.
+    public var receivedBytesTotal = 0
+}
+
+/// What a server reports to its consumer (messages clients sent).
+public enum WebSocketServerEvent: Sendable {
+    /// The complete messages of one service pass, from any clients.
+    case messages([WebSocketMessage])
+    /// A client's message went over the size limit and was discarded.
+    case oversize(bytes: Int)
+}
+
+/// A WebSocket server on libwebsockets: it broadcasts messages to every client, each through its own bounded
+/// queue (a slow client loses its own oldest messages, never slowing the others), and delivers what clients send
+/// as batches on ``events``, pausing reads while the consumer is behind.
+public final class WebSocketServer: @unchecked Sendable {
+    // @unchecked: `sessions`, `pending`, `paused` and `exitRequested` are touched only on the service thread (run
+    // loop and callbacks); cross-thread state is in `shared` (a Mutex); C memory lives in `resources`, freed after
+    // `lws_context_destroy` at the end of `run()`.
+
+    /// Messages from clients, ending when the server stops.
+    public let events: AsyncStream<WebSocketServerEvent>
+    let continuation: AsyncStream<WebSocketServerEvent>.Continuation
+    let options: WebSocketServerOptions
+    let log: @Sendable (String) -> Void
+
+    struct Shared {
+        var context: WebSocketClient.ContextHandle?
+        var outbox: [[UInt8]] = []
+        var stopRequested = false
+        var readingPaused = false
+        var inFlight = 0
+        var statistics = WebSocketServerStatistics()
+        var startResult: Result<Int, WebSocketServerError>?
+        var startWaiter: CheckedContinuation<Result<Int, WebSocketServerError>, Never>?
+    }
+
+    let shared = Mutex(Shared())
+
+    final class Session {
+        var queue: [[UInt8]] = []
+        var head = 0
+        var assembler: MessageAssembler
+        var closeTooLarge = false
+
+        init(maxMessageBytes: Int) { assembler = MessageAssembler(maxMessageBytes: maxMessageBytes) }
+
+        var queued: Int { queue.count - head }
+    }
+
+    // MARK: Service thread only
+
+    var sessions: [UInt: Session] = [:]
+    var pending: [WebSocketMessage] = []
+    var paused = false
+    var exitRequested = false
+
+    public init(options: WebSocketServerOptions, log: @escaping @Sendable (String) -> Void) {
+        self.options = options
+        self.log = log
+        (events, continuation) = AsyncStream.makeStream(of: WebSocketServerEvent.self)
+    }
+
+    /// Starts listening on a thread of its own; returns the port (useful with port 0) or why it could not listen.
+    public func start() async throws(WebSocketServerError) -> Int {
+        LWSLog.install(log)
+        let retained = Unmanaged.passRetained(self)
+        ServiceThread.start { retained.takeRetainedValue().run() }
+        let result = await withCheckedContinuation { continuation in
+            let ready = shared.withLock { state -> Result<Int, WebSocketServerError>? in
+                if let result = state.startResult { return result }
+                state.startWaiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+        return try result.get()
+    }
+
+    /// Queues `messages` (encoded text) for every connected client; never waits.
+    public func broadcast(_ messages: [[UInt8]]) {
+        shared.withLock { state in
+            state.outbox.append(contentsOf: messages)
+            // The service thread moves the outbox to the clients on every wake-up; bound it all the same.
+            let limit = max(options.maxClientBufferMessages, 1024) * 4
+            if state.outbox.count > limit { state.outbox.removeFirst(state.outbox.count - limit) }
+            if let context = state.context { lws_cancel_service(context.pointer) }
+        }
+    }
+
+    /// Reports that `count` delivered messages were passed on; reading resumes once few enough are outstanding.
+    public func acknowledge(_ count: Int) {
+        shared.withLock { state in
+            state.inFlight -= count
+            guard state.readingPaused, state.inFlight <= options.highWaterMessages / 2 else { return }
+            state.readingPaused = false
+            if let context = state.context { lws_cancel_service(context.pointer) }
+        }
+    }
+
+    /// Closes every client with 1001 (going away), stops listening and ends ``events``.
+    public func stop() {
+        shared.withLock { state in
+            state.stopRequested = true
+            if let context = state.context { lws_cancel_service(context.pointer) }
+        }
+    }
+
+    /// The counters now.
+    public var statistics: WebSocketServerStatistics { shared.withLock { $0.statistics } }
+
+    // MARK: - Run loop
+
+    private func run() {
+        let resources = ClientResources()
+        resources.protocols[0].name = UnsafePointer(resources.protocolName)
+        resources.protocols[0].callback = serverCallback
+        var info = lws_context_creation_info()
+        info.port = Int32(options.port)
+        info.iface = UnsafePointer(resources.string(options.host))
+        info.protocols = UnsafePointer(resources.protocols)
+        info.user = Unmanaged.passUnretained(self).toOpaque()
+        info.options = UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+        if let cert = options.certFile, let key = options.keyFile {
+            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+            info.ssl_cert_filepath = UnsafePointer(resources.string(cert))
+            info.ssl_private_key_filepath = UnsafePointer(resources.string(key))
+        }
+        let context = lws_create_context(&info)
+        let port = context.flatMap { lws_get_vhost_by_name($0, "default") }.map { Int(lws_get_vhost_listen_port($0)) }
+        let result: Result<Int, WebSocketServerError> =
+            if context != nil, let port, port > 0 {
+                .success(port)
+            } else {
+                .failure(WebSocketServerError(message: "cannot listen on \(options.host):\(options.port) (see the lws error above)"))
+            }
+        let waiter = shared.withLock { state -> CheckedContinuation<Result<Int, WebSocketServerError>, Never>? in
+            state.startResult = result
+            if let context, case .success = result { state.context = .init(pointer: context) }
+            defer { state.startWaiter = nil }
+            return state.startWaiter
+        }
+        waiter?.resume(returning: result)
+        if let context {
+            if case .success = result {
+                while !exitRequested {
+                    lws_service(context, 0)
+                    deliverPending(context)
+                }
+            }
+            shared.withLock { $0.context = nil }
+            lws_context_destroy(context)
+        }
+        _ = resources
+        continuation.finish()
+    }
+
+    private func deliverPending(_ context: OpaquePointer) {
+        guard !pending.isEmpty else { return }
+        let batch = pending
+        pending.removeAll(keepingCapacity: true)
+        let behind = shared.withLock { state -> Bool in
+            state.inFlight += batch.count
+            if state.inFlight > options.highWaterMessages { state.readingPaused = true }
+            return state.readingPaused
+        }
+        continuation.yield(.messages(batch))
+        if behind, !paused {
+            paused = true
+            for key in sessions.keys { lws_rx_flow_control(OpaquePointer(bitPattern: key), 0) }
+        }
+    }
+
+    // MARK: - Callbacks
+
+    func handle(_ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?, _ length: Int)
+        -> Int32
+    {
+        let key = UInt(bitPattern: wsi.map { Int(bitPattern: UnsafeRawPointer($0)) } ?? 0)
+        switch reason {
+        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+            guard let path = options.path else { break }
+            var buffer = [CChar](repeating: 0, count: 1024)
+            let count = lws_hdr_copy(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_GET_URI)
+            let uri = count > 0 ? String(decoding: buffer.prefix(Int(count)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+            if uri != path { return 1 }
+        case LWS_CALLBACK_ESTABLISHED:
+            sessions[key] = Session(maxMessageBytes: options.maxMessageBytes)
+            shared.withLock { state in
+                state.statistics.clients += 1
+                state.statistics.clientsTotal += 1
+            }
+            if paused { lws_rx_flow_control(wsi, 0) }
+        case LWS_CALLBACK_CLOSED:
+            if sessions.removeValue(forKey: key) != nil { shared.withLock { $0.statistics.clients -= 1 } }
+        case LWS_CALLBACK_RECEIVE:
+            guard let session = sessions[key] else { break }
+            shared.withLock { $0.statistics.receivedBytesTotal += length }
+            switch session.assembler.receive(wsi, input, length) {
+            case .incomplete: break
+            case .message(let message): pending.append(message)
+            case .oversize(let size):
+                continuation.yield(.oversize(bytes: size))
+                session.closeTooLarge = true
+                lws_callback_on_writable(wsi)
+            }
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+            guard let session = sessions[key] else { break }
+            if session.closeTooLarge {
+                closeWith(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large")
+                return -1
+            }
+            while session.queued > 0, lws_send_pipe_choked(wsi) == 0 {
+                let message = session.queue[session.head]
+                session.queue[session.head] = []
+                session.head += 1
+                if !writeMessage(wsi, message) { return -1 }
+            }
+            if session.queued == 0 {
+                session.queue.removeAll(keepingCapacity: true)
+                session.head = 0
+                // Stopping: a client is closed once it has everything queued for it.
+                if shared.withLock({ $0.stopRequested }) {
+                    closeWith(wsi, LWS_CLOSE_STATUS_GOINGAWAY, "server stopping")
+                    return -1
+                }
+            } else {
+                lws_callback_on_writable(wsi)
+            }
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+            guard let context = wsi.flatMap({ lws_get_context($0) }) else { break }
+            let (messages, stop, stillPaused) = shared.withLock { state -> ([[UInt8]], Bool, Bool) in
+                defer { state.outbox.removeAll(keepingCapacity: true) }
+                return (state.outbox, state.stopRequested, state.readingPaused)
+            }
+            if !messages.isEmpty, !sessions.isEmpty { enqueue(messages, context: context, protocolOf: wsi) }
+            if stop {
+                if sessions.isEmpty {
+                    exitRequested = true
+                    lws_cancel_service(context)
+                } else {
+                    // Each client gets what is queued for it, then a 1001 close; one that does not read is cut
+                    // off after two seconds, so a stalled client cannot hold up the shutdown.
+                    for key in sessions.keys { lws_set_timeout(OpaquePointer(bitPattern: key), PENDING_TIMEOUT_USER_OK, 2) }
+                    lws_callback_on_writable_all_protocol(context, lws_get_protocol(wsi))
+                }
+                break
+            }
+            if !stillPaused, paused {
+                paused = false
+                for key in sessions.keys { lws_rx_flow_control(OpaquePointer(bitPattern: key), 1) }
+            }
+        default:
+            break
+        }
+        if reason == LWS_CALLBACK_CLOSED, shared.withLock({ $0.stopRequested }), sessions.isEmpty,
+            let context = wsi.flatMap({ lws_get_context($0) })
+        {
+            exitRequested = true
+            lws_cancel_service(context)
+        }
+        return lws_callback_http_dummy(wsi, reason, nil, input, length)
+    }
+
+    /// Adds `messages` to every client's queue; a client over its limit loses its oldest messages.
+    private func enqueue(_ messages: [[UInt8]], context: OpaquePointer, protocolOf wsi: OpaquePointer?) {
+        var dropped = 0
+        for session in sessions.values {
+            session.queue.append(contentsOf: messages)
+            let excess = session.queued - options.maxClientBufferMessages
+            if excess > 0 {
+                dropped += excess
+                session.head += excess
+            }
+            if session.head > 4096, session.head * 2 > session.queue.count {
+                session.queue.removeFirst(session.head)
+                session.head = 0
+            }
+        }
+        if dropped > 0 { shared.withLock { $0.statistics.slowClientDroppedTotal += dropped } }
+        lws_callback_on_writable_all_protocol(context, lws_get_protocol(wsi))
+    }
+}
+
+/// A server that could not start.
+public struct WebSocketServerError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+private func serverCallback(
+    _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+    _ input: UnsafeMutableRawPointer?, _ length: Int
+) -> Int32 {
+    guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else {
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
+    }
+    return Unmanaged<WebSocketServer>.fromOpaque(owner).takeUnretainedValue().handle(wsi, reason, input, length)
+}
