@@ -224,8 +224,8 @@ struct WebSocketEndToEndTests {
     }
 
     @Test func aFastServerIntoABlockPipelineWithASlowSinkLosesNothingAndStaysBounded() throws {
-        let count = 300_000
-        let peer = try WebSocketPeer("feed", ["--messages", String(count), "--size", "100", "--lifetime", "120"])
+        let count = 1_000_000
+        let peer = try WebSocketPeer("feed", ["--messages", String(count), "--size", "100", "--lifetime", "180"])
         defer { peer.stop() }
         let pipeline = try TemporaryPipeline(
             Self.pipeline(

@@ -9,6 +9,8 @@ Modes:
           numbered from where the previous connection stopped, then (with --close-after) close the connection.
   reject  refuse every handshake with HTTP 401.
   silent  a raw socket server that completes the handshake and then never answers anything (not even pings).
+  blast   a raw socket server that sends --messages pre-encoded text frames of about --size bytes in one go (the
+          fastest feeder, for measuring the client), then waits.
   client  connect to --url, send --messages messages (with --send), or read messages, sleeping --delay seconds
           after each, until the server closes; records each message's "seq" and the close code.
 """
@@ -18,7 +20,7 @@ import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, thre
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 parser = argparse.ArgumentParser()
-parser.add_argument("mode", choices=["feed", "reject", "silent", "client"])
+parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "client"])
 parser.add_argument("--url", default=None)
 parser.add_argument("--delay", type=float, default=0)
 parser.add_argument("--send", action="store_true")
@@ -72,6 +74,15 @@ def silent_server():
         conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                      b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
         record({"event": "connected", "at": time.time()})
+        if args.mode == "blast":
+            frames = bytearray()
+            for n in range(args.messages):
+                body = json.dumps({"n": n, "pad": "x" * max(0, args.size - 20)}).encode()
+                header = bytes([0x81, len(body)]) if len(body) < 126 else bytes([0x81, 126]) + len(body).to_bytes(2, "big")
+                frames += header + body
+            start = time.time()
+            conn.sendall(frames)
+            record({"event": "sent", "messages": args.messages, "secs": time.time() - start})
         connections.append(conn)  # kept open, never read or answered
 
 
@@ -146,7 +157,7 @@ async def client():
 
 if args.mode == "client":
     asyncio.run(asyncio.wait_for(client(), args.lifetime + 5))
-elif args.mode == "silent":
+elif args.mode in ("silent", "blast"):
     silent_server()
 else:
     asyncio.run(main())
