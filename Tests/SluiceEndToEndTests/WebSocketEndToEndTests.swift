@@ -175,10 +175,10 @@ struct WebSocketEndToEndTests {
         #expect(child.waitForExit() == 0)
     }
 
-    @Test func wssIsAcceptedWithTheCAFileAndRejectedWithoutIt() throws {
+    /// A throwaway CA and a certificate it signed for localhost and 127.0.0.1, made with the openssl command.
+    func makeCertificates() throws -> (directory: URL, path: (String) -> String) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
         let path = { (name: String) in directory.appendingPathComponent(name).path }
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("ext.cnf"), atomically: true, encoding: .utf8)
         for arguments in [
@@ -198,6 +198,12 @@ struct WebSocketEndToEndTests {
             openssl.waitUntilExit()
             #expect(openssl.terminationStatus == 0, "openssl \(arguments[0])")
         }
+        return (directory, path)
+    }
+
+    @Test func wssIsAcceptedWithTheCAFileAndRejectedWithoutIt() throws {
+        let (directory, path) = try makeCertificates()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let peer = try WebSocketPeer("feed", ["--messages", "5", "--certfile", path("server.pem"), "--keyfile", path("server.key")])
         defer { peer.stop() }
 
@@ -335,5 +341,60 @@ struct WebSocketEndToEndTests {
         let source = try #require(try pipeline.finalComponent("clients"))
         #expect(source.int("received_events_total") == 1000)
         #expect(source.int("clients_total") == 1)
+    }
+
+    @Test func theServerSinkServesWssToASluiceClient() throws {
+        let (directory, path) = try makeCertificates()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try TemporaryPipeline(
+            """
+            sources:
+              sim: {type: simulator, devices: 1, rate: 200, seed: 9}
+            sinks:
+              feed:
+                type: websocket_server
+                inputs: [sim]
+                listen: 127.0.0.1:0
+                tls: {cert_file: "\(path("server.pem"))", key_file: "\(path("server.key"))"}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { server.remove() }
+        let serving = SluiceProcess(["run", server.path])
+        try serving.start()
+        serving.feed { _ in nil }
+        #expect(serving.waitForErrorText("listening on wss://127.0.0.1:"))
+        let tail = try #require(serving.errorText.components(separatedBy: "listening on wss://127.0.0.1:").last)
+        let port = try #require(Int(tail.prefix { $0.isNumber }))
+        let client = try TemporaryPipeline(
+            Self.pipeline(url: "wss://localhost:\(port)/", extra: "tls: {ca_file: \"\(path("ca.pem"))\"}"))
+        defer { client.remove() }
+        let reading = SluiceProcess(["run", client.path])
+        try reading.start()
+        reading.feed { _ in nil }
+        let lines = readLines(reading, 20)
+        kill(reading.process.processIdentifier, SIGTERM)
+        kill(serving.process.processIdentifier, SIGTERM)
+        _ = reading.readAllOutput()
+        _ = serving.readAllOutput()
+        #expect(reading.waitForExit() == 0)
+        #expect(serving.waitForExit() == 0)
+        let events = try lines.map { try JSONReader.parse(String($0)) }
+        #expect(events.count == 20)
+        #expect(events.allSatisfy { $0["device"] == "dev-0000" })
+        #expect(try server.finalComponent("feed")?.int("clients_total") == 1)
+    }
+
+    @Test func validateWarnsAboutAServerOnAllInterfacesWithoutTLS() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              in: {type: websocket_server, listen: "0.0.0.0:9000"}
+            sinks:
+              out: {type: blackhole, inputs: [in]}
+            """)
+        defer { pipeline.remove() }
+        let result = try SluiceProcess.run(["validate", pipeline.path])
+        #expect(result.status == 0)
+        #expect(result.errors.contains("warning: source 'in' listens on all interfaces without TLS"))
     }
 }
