@@ -63,11 +63,7 @@ extension WebSocketClient {
         guard !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll(keepingCapacity: true)
-        let behind = shared.withLock { state -> Bool in
-            state.inFlight += batch.count
-            if state.inFlight > options.highWaterMessages { state.readingPaused = true }
-            return state.readingPaused
-        }
+        let behind = shared.withLock { $0.gate.delivered(batch.count) }
         continuation.yield(.messages(batch))
         if behind, !paused, let wsi {
             lws_rx_flow_control(wsi, 0)
@@ -202,7 +198,7 @@ extension WebSocketClient {
             outbox = options.subscribeMessages
             if !outbox.isEmpty { lws_callback_on_writable(wsi) }
             // Still behind from the last connection: do not read until the consumer catches up.
-            if shared.withLock({ $0.readingPaused }), let wsi {
+            if shared.withLock({ $0.gate.paused }), let wsi {
                 lws_rx_flow_control(wsi, 0)
                 paused = true
             }
@@ -235,7 +231,7 @@ extension WebSocketClient {
             let reason = closeCode == 1009 ? "closed after an oversize message" : (peerCloseReason ?? "the connection was lost")
             scheduleRetry(context, reason: "\(options.url): \(reason)")
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-            let (stop, stillPaused) = shared.withLock { ($0.stopRequested, $0.readingPaused) }
+            let (stop, stillPaused) = shared.withLock { ($0.stopRequested, $0.gate.paused) }
             if stop {
                 if let current = self.wsi { lws_callback_on_writable(current) } else { requestExit(context) }
             } else if !stillPaused, paused, let current = self.wsi {

@@ -104,14 +104,12 @@ public final class WebSocketClient: @unchecked Sendable {
     struct Shared {
         var context: ContextHandle?
         var stopRequested = false
-        /// Set by the service thread when it stopped reading; cleared by the consumer when it has caught up.
-        var readingPaused = false
-        var inFlight = 0
+        var gate: ReadGate
         var statistics = WebSocketClientStatistics()
         var started = false
     }
 
-    let shared = Mutex(Shared())
+    let shared: Mutex<Shared>
 
     // MARK: Service thread only
 
@@ -136,6 +134,7 @@ public final class WebSocketClient: @unchecked Sendable {
     public init(options: WebSocketClientOptions, log: @escaping @Sendable (String) -> Void) {
         self.options = options
         self.log = log
+        shared = Mutex(Shared(gate: ReadGate(highWater: options.highWaterMessages)))
         assembler = MessageAssembler(maxMessageBytes: options.maxMessageBytes)
         (events, continuation) = AsyncStream.makeStream(of: WebSocketClientEvent.self)
     }
@@ -157,9 +156,7 @@ public final class WebSocketClient: @unchecked Sendable {
     /// Reports that `count` delivered messages were passed on; reading resumes once few enough are outstanding.
     public func acknowledge(_ count: Int) {
         shared.withLock { state in
-            state.inFlight -= count
-            guard state.readingPaused, state.inFlight <= options.highWaterMessages / 2 else { return }
-            state.readingPaused = false
+            guard state.gate.acknowledged(count) else { return }
             if let context = state.context { lws_cancel_service(context.pointer) }
         }
     }

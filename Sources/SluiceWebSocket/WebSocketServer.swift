@@ -63,14 +63,13 @@ public final class WebSocketServer: @unchecked Sendable {
         var context: WebSocketClient.ContextHandle?
         var outbox: [[UInt8]] = []
         var stopRequested = false
-        var readingPaused = false
-        var inFlight = 0
+        var gate: ReadGate
         var statistics = WebSocketServerStatistics()
         var startResult: Result<Int, WebSocketServerError>?
         var startWaiter: CheckedContinuation<Result<Int, WebSocketServerError>, Never>?
     }
 
-    let shared = Mutex(Shared())
+    let shared: Mutex<Shared>
 
     final class Session {
         var queue: [[UInt8]] = []
@@ -93,6 +92,7 @@ public final class WebSocketServer: @unchecked Sendable {
     public init(options: WebSocketServerOptions, log: @escaping @Sendable (String) -> Void) {
         self.options = options
         self.log = log
+        shared = Mutex(Shared(gate: ReadGate(highWater: options.highWaterMessages)))
         (events, continuation) = AsyncStream.makeStream(of: WebSocketServerEvent.self)
     }
 
@@ -126,9 +126,7 @@ public final class WebSocketServer: @unchecked Sendable {
     /// Reports that `count` delivered messages were passed on; reading resumes once few enough are outstanding.
     public func acknowledge(_ count: Int) {
         shared.withLock { state in
-            state.inFlight -= count
-            guard state.readingPaused, state.inFlight <= options.highWaterMessages / 2 else { return }
-            state.readingPaused = false
+            guard state.gate.acknowledged(count) else { return }
             if let context = state.context { lws_cancel_service(context.pointer) }
         }
     }
@@ -194,11 +192,7 @@ public final class WebSocketServer: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll(keepingCapacity: true)
-        let behind = shared.withLock { state -> Bool in
-            state.inFlight += batch.count
-            if state.inFlight > options.highWaterMessages { state.readingPaused = true }
-            return state.readingPaused
-        }
+        let behind = shared.withLock { $0.gate.delivered(batch.count) }
         continuation.yield(.messages(batch))
         if behind, !paused {
             paused = true
@@ -266,7 +260,7 @@ public final class WebSocketServer: @unchecked Sendable {
             guard let context = wsi.flatMap({ lws_get_context($0) }) else { break }
             let (messages, stop, stillPaused) = shared.withLock { state -> ([[UInt8]], Bool, Bool) in
                 defer { state.outbox.removeAll(keepingCapacity: true) }
-                return (state.outbox, state.stopRequested, state.readingPaused)
+                return (state.outbox, state.stopRequested, state.gate.paused)
             }
             if !messages.isEmpty, !sessions.isEmpty { enqueue(messages, context: context, protocolOf: wsi) }
             if stop {
