@@ -42,7 +42,9 @@ let package = Package(
         .testTarget(name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting"]),
         .testTarget(
             name: "SluiceComponentsTests",
-            dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks", "SluiceTesting"]
+            dependencies: [
+                "SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks", "SluiceTesting", "SluiceWebSocket",
+            ]
         ),
         .testTarget(
             name: "SluiceEndToEndTests",

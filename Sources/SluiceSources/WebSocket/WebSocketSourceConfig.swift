@@ -15,16 +15,19 @@ public struct WebSocketSourceConfig: SourceConfig {
     public var emitGapEvents = false
 
     public init(reading options: ConfigMapping) {
-        guard let urlNode = options.required("url", note: "for example 'url: wss://feed.example.com/v1/stream'"),
+        var url: WebSocketURL?
+        if let urlNode = options.required("url", note: "for example 'url: wss://feed.example.com/v1/stream'"),
             let text = urlNode.string()
-        else { return }
-        guard let url = WebSocketURL(text) else {
-            options.log.error(
-                "'\(text)' is not a ws:// or wss:// URL", at: urlNode.mark,
-                notes: ["for example 'url: wss://feed.example.com/v1/stream' or 'url: ws://127.0.0.1:8765/'"])
-            return
+        {
+            url = WebSocketURL(text)
+            if url == nil {
+                options.log.error(
+                    "'\(text)' is not a ws:// or wss:// URL", at: urlNode.mark,
+                    notes: ["for example 'url: wss://feed.example.com/v1/stream' or 'url: ws://127.0.0.1:8765/'"])
+            }
         }
-        var client = WebSocketClientOptions(url: url)
+        // The other options are read even without a valid URL, so that every mistake is reported at once.
+        var client = WebSocketClientOptions(url: url ?? WebSocketURL("ws://invalid/")!)
         if let headers = options.value("headers")?.mapping() {
             for (name, _, value) in headers.allEntries(naming: { "header '\($0)'" }) {
                 if let text = value.string() { client.headers.append((name, text)) }
@@ -52,7 +55,7 @@ public struct WebSocketSourceConfig: SourceConfig {
         }
         if let limit = options.value("max_message_bytes")?.int(in: 1...(1 << 30)) { client.maxMessageBytes = limit }
         if let gaps = options.value("emit_gap_events")?.bool() { emitGapEvents = gaps }
-        self.options = client
+        self.options = url == nil ? nil : client
     }
 
     public func makeSource() -> any Source { WebSocketSource(config: self) }
