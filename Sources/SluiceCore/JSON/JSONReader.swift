@@ -106,7 +106,9 @@ public struct JSONReader {
     /// linearly; past 16 keys a dictionary keeps hostile objects with many keys from going quadratic.
     private func insert(_ field: JSONObject.Field, into fields: inout [JSONObject.Field], index seen: inout [String: Int]?) {
         if seen == nil, fields.count < 16 {
-            if let existing = fields.firstIndex(where: { $0.key == field.key }) {
+            // Comparing lengths first skips most string comparisons (a non-inlined call each), since keys differ.
+            let length = field.key.utf8.count
+            if let existing = fields.firstIndex(where: { $0.key.utf8.count == length && $0.key == field.key }) {
                 fields[existing].value = field.value
             } else {
                 fields.append(field)
