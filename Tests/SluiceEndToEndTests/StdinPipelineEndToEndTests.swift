@@ -150,6 +150,24 @@ struct StdinPipelineEndToEndTests {
         #expect(try pipeline.finalComponent("in")?.balances == true)
     }
 
+    @Test func sighupDoesNotEndTheRun() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed(sensorChunks(count: Int.max))
+        #expect(child.readChunk() != nil)
+        kill(child.process.processIdentifier, SIGHUP)
+        // Still running and still passing events on: it reads and writes far more than a pipe holds.
+        var after = 0
+        while after < 1 << 20, let chunk = child.readChunk() { after += chunk.count }
+        #expect(after >= 1 << 20)
+        #expect(child.process.isRunning)
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+    }
+
     @Test func aSecondSignalExitsAtOnceWith130() throws {
         let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
         defer { pipeline.remove() }
