@@ -38,7 +38,7 @@ public struct ConfigNode {
         guard let text = plainScalar(expecting: "an integer") else { return nil }
         guard let value = Int(text.filter { $0 != "_" }) else {
             log.error(
-                "expected an integer for \(name), found '\(text)'", at: mark,
+                "expected an integer for \(name), found \(shown(text))", at: mark,
                 notes: ["\(name) is a whole number from \(range.lowerBound) to \(range.upperBound)"])
             return nil
         }
@@ -53,7 +53,7 @@ public struct ConfigNode {
     public func double(in range: ClosedRange<Double>) -> Double? {
         guard let text = plainScalar(expecting: "a number") else { return nil }
         guard let value = Double(text), value.isFinite else {
-            log.error("expected a number for \(name), found '\(text)'", at: mark)
+            log.error("expected a number for \(name), found \(shown(text))", at: mark)
             return nil
         }
         guard range.contains(value) else {
@@ -72,7 +72,7 @@ public struct ConfigNode {
         case "true": return true
         case "false": return false
         default:
-            log.error("expected true or false for \(name), found '\(text)'", at: mark)
+            log.error("expected true or false for \(name), found \(shown(text))", at: mark)
             return nil
         }
     }
@@ -83,8 +83,9 @@ public struct ConfigNode {
         if let choice = Choice(rawValue: text) { return choice }
         let names = Choice.allCases.map(\.rawValue)
         log.error(
-            "unknown value '\(text)' for \(name)", at: mark,
-            notes: [Suggestion.expectedOneOf(names, given: text)])
+            isFromEnvironment ? "the value from the environment is not valid for \(name)" : "unknown value '\(text)' for \(name)",
+            at: mark,
+            notes: [Suggestion.expectedOneOf(names, given: isFromEnvironment ? nil : text)])
         return nil
     }
 
@@ -149,6 +150,17 @@ public struct ConfigNode {
         case .singleQuoted, .doubleQuoted: return YAMLMark(line: mark.line, column: mark.column + 1 + offset)
         case .literal, .folded: return mark
         }
+    }
+
+    /// True when the value was written with `${...}`: it may hold a secret, so messages never repeat it.
+    public var isFromEnvironment: Bool {
+        if case .scalar(let scalar) = node.content { return scalar.value.contains("${") }
+        return false
+    }
+
+    /// The value as messages may show it: quoted, or "a value from the environment" when `${...}` supplied it.
+    public func shown(_ text: String) -> String {
+        isFromEnvironment ? "a value from the environment" : "'\(text)'"
     }
 
     /// True when the node is the plain scalar `word` (for values like `buffer: unbounded`).

@@ -22,7 +22,7 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
                 self.port = port
             } else {
                 options.log.error(
-                    "'\(text)' is not a listen address", at: node.mark,
+                    "\(node.shown(text)) is not a listen address", at: node.mark,
                     notes: ["write HOST:PORT, or a bare PORT to bind 127.0.0.1 only"])
             }
         }

@@ -54,7 +54,7 @@ public struct SimulatorSourceConfig: SourceConfig {
                 startTimeMillis = millis
             } else {
                 options.log.error(
-                    "'start_time' is not an RFC 3339 time: '\(text)'", at: node.mark,
+                    "'start_time' is not an RFC 3339 time: \(node.shown(text))", at: node.mark,
                     notes: ["for example 2026-11-30T12:00:00Z"])
             }
         }

@@ -22,7 +22,7 @@ public struct WebSocketSourceConfig: SourceConfig {
             url = WebSocketURL(text)
             if url == nil {
                 options.log.error(
-                    "'\(text)' is not a ws:// or wss:// URL", at: urlNode.mark,
+                    "\(urlNode.shown(text)) is not a ws:// or wss:// URL", at: urlNode.mark,
                     notes: ["for example 'url: wss://feed.example.com/v1/stream' or 'url: ws://127.0.0.1:8765/'"])
             }
         }

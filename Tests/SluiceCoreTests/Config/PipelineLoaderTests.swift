@@ -228,6 +228,20 @@ struct PipelineLoaderTests {
         #expect((config as? CounterSourceConfig)?.count == 3)
     }
 
+    @Test func valuesFromTheEnvironmentAreNeverRepeatedInMessages() {
+        let text = """
+            sources:
+              in: {type: counter, count: "${SECRET}"}
+            sinks:
+              out: {type: collect, inputs: [in], buffer: {max_events: 5, when_full: "${POLICY}"}}
+            """
+        let rendered = render(text, environment: ["SECRET": "hunter2-token", "POLICY": "s3cr3t-policy"])
+        #expect(rendered.contains("error: expected an integer for 'count', found a value from the environment"))
+        #expect(rendered.contains("error: the value from the environment is not valid for 'when_full'"))
+        #expect(!rendered.contains("hunter2-token"))
+        #expect(!rendered.contains("s3cr3t-policy"))
+    }
+
     @Test func jsonPipelineFilesAreAccepted() throws {
         let text = #"{"sources": {"in": {"type": "counter", "count": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"], "buffer": "unbounded"}}}"#
         let definition = try #require(PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
