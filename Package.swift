@@ -58,9 +58,10 @@ let package = Package(
 // Strict settings in one place: Swift 6 mode (complete concurrency checking) comes from the tools
 // version; these upcoming features keep existentials, imports and visibility explicit everywhere.
 for target in package.targets where target.type != .system {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .enableUpcomingFeature("ExistentialAny"),
-        .enableUpcomingFeature("InternalImportsByDefault"),
-        .enableUpcomingFeature("MemberImportVisibility"),
-    ]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"),
+            .enableUpcomingFeature("InternalImportsByDefault"),
+            .enableUpcomingFeature("MemberImportVisibility"),
+        ]
 }

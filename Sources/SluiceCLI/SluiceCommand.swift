@@ -2,6 +2,7 @@ public import SluiceCore
 internal import SluiceSinks
 internal import SluiceSources
 internal import SluiceTransforms
+
 #if canImport(Glibc)
     internal import Glibc
 #endif

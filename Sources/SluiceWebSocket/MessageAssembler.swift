@@ -24,7 +24,8 @@ struct MessageAssembler {
     mutating func receive(_ wsi: OpaquePointer?, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Outcome {
         let first = lws_is_first_fragment(wsi) != 0
         let final = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
-        let bytes = UnsafeBufferPointer(start: input?.assumingMemoryBound(to: UInt8.self), count: input == nil ? 0 : length)
+        let bytes = UnsafeBufferPointer(
+            start: input?.assumingMemoryBound(to: UInt8.self), count: input == nil ? 0 : length)
         if first {
             partial.removeAll(keepingCapacity: partial.capacity <= 1 << 20)
             discarding = false

@@ -1,5 +1,6 @@
 internal import CLibWebSockets
 internal import Synchronization
+
 #if canImport(Glibc)
     internal import Glibc
 #endif
@@ -89,7 +90,8 @@ extension WebSocketClient {
         info.address = UnsafePointer(resources.string(options.url.host))
         info.port = Int32(options.url.port)
         info.path = UnsafePointer(resources.string(options.url.path))
-        let hostHeader = options.url.port == (options.url.secure ? 443 : 80)
+        let hostHeader =
+            options.url.port == (options.url.secure ? 443 : 80)
             ? options.url.host : "\(options.url.host):\(options.url.port)"
         info.host = UnsafePointer(resources.string(hostHeader))
         info.origin = info.host
@@ -100,7 +102,8 @@ extension WebSocketClient {
         if options.url.secure {
             var flags = LCCSCF_USE_SSL.rawValue
             if options.insecureSkipVerify {
-                flags |= LCCSCF_ALLOW_SELFSIGNED.rawValue | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue
+                flags |=
+                    LCCSCF_ALLOW_SELFSIGNED.rawValue | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue
                     | LCCSCF_ALLOW_INSECURE.rawValue | LCCSCF_ALLOW_EXPIRED.rawValue
             }
             info.ssl_connection = Int32(flags)
@@ -138,7 +141,8 @@ extension WebSocketClient {
         updateStatistics { $0.state = .backingOff }
         report("\(reason); reconnecting with backoff")
         guard let timer = resources?.timer else { return }
-        lws_sul_schedule(context, 0, UnsafeMutableRawPointer(timer).assumingMemoryBound(to: lws_sorted_usec_list_t.self),
+        lws_sul_schedule(
+            context, 0, UnsafeMutableRawPointer(timer).assumingMemoryBound(to: lws_sorted_usec_list_t.self),
             reconnectTimerFired, lws_usec_t(delay) * 1000)
     }
 
@@ -228,7 +232,8 @@ extension WebSocketClient {
             scheduleRetry(context, reason: "\(options.url): \(detail)")
         case LWS_CALLBACK_CLIENT_CLOSED:
             updateStatistics { $0.disconnectsTotal += 1 }
-            let reason = closeCode == 1009 ? "closed after an oversize message" : (peerCloseReason ?? "the connection was lost")
+            let reason =
+                closeCode == 1009 ? "closed after an oversize message" : (peerCloseReason ?? "the connection was lost")
             scheduleRetry(context, reason: "\(options.url): \(reason)")
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             let (stop, stillPaused) = shared.withLock { ($0.stopRequested, $0.gate.paused) }
@@ -254,7 +259,8 @@ extension WebSocketClient {
             pending.append(message)
         case .oversize(let size):
             continuation.yield(.oversize(bytes: size))
-            report("\(options.url): a message exceeded max_message_bytes (\(options.maxMessageBytes)); closing with 1009")
+            report(
+                "\(options.url): a message exceeded max_message_bytes (\(options.maxMessageBytes)); closing with 1009")
             closeCode = 1009
             lws_callback_on_writable(wsi)
         }

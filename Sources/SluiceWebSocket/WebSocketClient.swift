@@ -1,5 +1,6 @@
 internal import CLibWebSockets
 internal import Synchronization
+
 #if canImport(Glibc)
     internal import Glibc
 #endif
@@ -232,11 +233,13 @@ enum ServiceThread {
         }
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
-        pthread_create(&thread, nil, { argument in
-            let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
+        pthread_create(
+            &thread, nil,
+            { argument in
+                let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+                box.body()
+                return nil
+            }, box)
         pthread_detach(thread)
     }
 }

@@ -1,5 +1,6 @@
 internal import CLibWebSockets
 internal import Synchronization
+
 #if canImport(Glibc)
     internal import Glibc
 #endif
@@ -165,7 +166,9 @@ public final class WebSocketServer: @unchecked Sendable {
             if context != nil, let port, port > 0 {
                 .success(port)
             } else {
-                .failure(WebSocketServerError(message: "cannot listen on \(options.host):\(options.port) (see the lws error above)"))
+                .failure(
+                    WebSocketServerError(
+                        message: "cannot listen on \(options.host):\(options.port) (see the lws error above)"))
             }
         let waiter = shared.withLock { state -> CheckedContinuation<Result<Int, WebSocketServerError>, Never>? in
             state.startResult = result
@@ -211,7 +214,9 @@ public final class WebSocketServer: @unchecked Sendable {
             guard let path = options.path else { break }
             var buffer = [CChar](repeating: 0, count: 1024)
             let count = lws_hdr_copy(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_GET_URI)
-            let uri = count > 0 ? String(decoding: buffer.prefix(Int(count)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+            let uri =
+                count > 0
+                ? String(decoding: buffer.prefix(Int(count)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
             if uri != path { return 1 }
         case LWS_CALLBACK_ESTABLISHED:
             sessions[key] = Session(maxMessageBytes: options.maxMessageBytes)
@@ -270,7 +275,9 @@ public final class WebSocketServer: @unchecked Sendable {
                 } else {
                     // Each client gets what is queued for it, then a 1001 close; one that does not read is cut
                     // off after two seconds, so a stalled client cannot hold up the shutdown.
-                    for key in sessions.keys { lws_set_timeout(OpaquePointer(bitPattern: key), PENDING_TIMEOUT_USER_OK, 2) }
+                    for key in sessions.keys {
+                        lws_set_timeout(OpaquePointer(bitPattern: key), PENDING_TIMEOUT_USER_OK, 2)
+                    }
                     lws_callback_on_writable_all_protocol(context, lws_get_protocol(wsi))
                 }
                 break

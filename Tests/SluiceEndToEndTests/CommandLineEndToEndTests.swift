@@ -15,7 +15,9 @@ struct CommandLineEndToEndTests {
     }
 
     @Test func usageErrorsExit64() throws {
-        for arguments in [[], ["frobnicate"], ["run"], ["run", "a.yaml", "--metrics-format", "xml"], ["run", "--bogus", "a"]] {
+        for arguments in [
+            [], ["frobnicate"], ["run"], ["run", "a.yaml", "--metrics-format", "xml"], ["run", "--bogus", "a"],
+        ] {
             let result = try SluiceProcess.run(arguments)
             #expect(result.status == 64, "\(arguments)")
             #expect(result.errors.contains("usage: sluice run FILE"))
@@ -57,7 +59,8 @@ struct CommandLineEndToEndTests {
             #expect(
                 result.errors.contains(
                     "\(pipeline.path):3:11: error: unknown source type 'stdn'\n    type: stdn\n          ^\n"
-                        + "note: expected one of: simulator, stdin, websocket, websocket_server; did you mean 'stdin'?"))
+                        + "note: expected one of: simulator, stdin, websocket, websocket_server; did you mean 'stdin'?")
+            )
             #expect(
                 result.errors.contains(
                     "\(pipeline.path):8:5: error: unknown key 'encodng' in sink 'out'\n    encodng: json\n    ^\n"
@@ -70,12 +73,15 @@ struct CommandLineEndToEndTests {
 
     @Test func metricsFormatsCanBeChosenOnTheCommandLine() throws {
         let prometheus = try SluiceProcess.run(
-            ["run", "Pipelines/stdin-to-stdout.yaml", "--metrics-format", "prometheus", "--metrics-to", "stdout",
-             "--metrics-interval", "0"],
+            [
+                "run", "Pipelines/stdin-to-stdout.yaml", "--metrics-format", "prometheus", "--metrics-to", "stdout",
+                "--metrics-interval", "0",
+            ],
             stdin: "{\"a\":1}\n")
         #expect(prometheus.status == 0)
         #expect(prometheus.output.hasPrefix("{\"a\":1}\n# sluice report"))
-        #expect(prometheus.output.contains(
-            #"component_sent_events_total{component_id="out",component_kind="sink",component_type="stdout"} 1"#))
+        #expect(
+            prometheus.output.contains(
+                #"component_sent_events_total{component_id="out",component_kind="sink",component_type="stdout"} 1"#))
     }
 }

@@ -10,7 +10,9 @@ import Testing
 @Suite(.serialized)
 struct ExamplePipelinesEndToEndTests {
     /// Starts `file`, reads stdout until `enough` says so (bounded), then SIGTERM; returns stdout and the status.
-    func runUntil(_ file: String, arguments: [String] = [], enough: (String) -> Bool) throws -> (String, Int32?, SluiceProcess) {
+    func runUntil(_ file: String, arguments: [String] = [], enough: (String) -> Bool) throws -> (
+        String, Int32?, SluiceProcess
+    ) {
         let child = SluiceProcess(["run", file] + arguments)
         try child.start()
         child.feed { _ in nil }
@@ -44,7 +46,8 @@ struct ExamplePipelinesEndToEndTests {
         #expect(events.count >= 5)
         for event in events {
             guard case .double(let distance)? = event["fence"]?["distance_m"] else {
-                Issue.record("no fence distance in \(event)"); continue
+                Issue.record("no fence distance in \(event)")
+                continue
             }
             #expect(distance < 1000)
             guard case .object(let object) = event else { continue }
@@ -55,10 +58,15 @@ struct ExamplePipelinesEndToEndTests {
     @Test func logErrorsKeepsErrorLinesWithFields() throws {
         let (status, output, _) = try SluiceProcess.run(
             ["run", "Pipelines/log-errors.yaml"],
-            stdin: "INFO start\nERROR disk full on /dev/sda1\nWARN slow\nerror: timeout after 30s\nFATAL error now\nterrorism is not a match\n")
+            stdin:
+                "INFO start\nERROR disk full on /dev/sda1\nWARN slow\nerror: timeout after 30s\nFATAL error now\nterrorism is not a match\n"
+        )
         #expect(status == 0)
         let events = try output.split(separator: "\n").map { try JSONReader.parse(String($0)) }
-        #expect(events.map { $0["line"] } == ["ERROR disk full on /dev/sda1", "error: timeout after 30s", "FATAL error now"])
+        #expect(
+            events.map { $0["line"] } == [
+                "ERROR disk full on /dev/sda1", "error: timeout after 30s", "FATAL error now",
+            ])
         #expect(events.map { $0["level"] } == ["error", "error", "fatal"])
         #expect(events.map { $0["words"] } == [5, 4, 3])
     }
@@ -95,7 +103,10 @@ struct ExamplePipelinesEndToEndTests {
         let (status, _, _) = try SluiceProcess.run(["run", pipeline.path])
         #expect(status == 0)
         let report = try #require(try pipeline.reports().last)
-        guard case .double(let seconds)? = report["uptime_secs"] else { Issue.record("no uptime"); return }
+        guard case .double(let seconds)? = report["uptime_secs"] else {
+            Issue.record("no uptime")
+            return
+        }
         #expect(try pipeline.finalComponent("out")?.int("sent_events_total") == 60000)
         // 60,000 events at 20,000/s take 3 s; within 5 % means 2.85 to 3.15 s.
         #expect(seconds > 2.85 && seconds < 3.15, "took \(seconds) s")

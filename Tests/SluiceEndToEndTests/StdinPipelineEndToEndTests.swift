@@ -43,7 +43,8 @@ struct StdinPipelineEndToEndTests {
         #expect(lines.count == count + 1)
         #expect(lines.last?.isEmpty == true)
         var mismatches = 0
-        for index in 0..<min(count, lines.count) where String(decoding: lines[index], as: UTF8.self) != sensorLine(index) {
+        for index in 0..<min(count, lines.count)
+        where String(decoding: lines[index], as: UTF8.self) != sensorLine(index) {
             mismatches += 1
         }
         #expect(mismatches == 0)
@@ -52,7 +53,9 @@ struct StdinPipelineEndToEndTests {
         #expect(sink.int("received_events_total") == count)
         #expect(sink.int("sent_events_total") == count)
         #expect(sink.int("buffer", "high_water_events") ?? .max <= 1000)
-        if case .double(let blocked)? = sink["buffer"]?["blocked_secs_total"] { #expect(blocked > 0) } else {
+        if case .double(let blocked)? = sink["buffer"]?["blocked_secs_total"] {
+            #expect(blocked > 0)
+        } else {
             Issue.record("no blocked time in the final report")
         }
         let rss = try #require(try pipeline.reports().last?.int("process", "max_rss_bytes"))
@@ -208,10 +211,12 @@ struct StdinPipelineEndToEndTests {
             metrics: {interval_secs: 0, to: "$METRICS"}
             """)
         defer { pipeline.remove() }
-        let (status, output, _) = try SluiceProcess.run(["run", pipeline.path], stdin: "plain line\r\n\n\"quoted\" é\n")
+        let (status, output, _) = try SluiceProcess.run(
+            ["run", pipeline.path], stdin: "plain line\r\n\n\"quoted\" é\n")
         #expect(status == 0)
         #expect(output == "plain line\n\n\"quoted\" é\n")
-        let file = try String(contentsOfFile: FileManager.default.temporaryDirectory.path + "/sluice-e2e-text.jsonl", encoding: .utf8)
+        let file = try String(
+            contentsOfFile: FileManager.default.temporaryDirectory.path + "/sluice-e2e-text.jsonl", encoding: .utf8)
         #expect(file == "{\"message\":\"plain line\"}\n{\"message\":\"\"}\n{\"message\":\"\\\"quoted\\\" é\"}\n")
     }
 }

@@ -120,13 +120,15 @@ struct WebSocketEndToEndTests {
         let source = try #require(try pipeline.finalComponent("feed"))
         #expect(source.int("connection", "connects_total") == 2)
         #expect(source.int("connection", "disconnects_total") ?? 0 >= 1)
-        #expect(child.errorText.contains("the connection was lost") || child.errorText.contains("closed the connection"))
+        #expect(
+            child.errorText.contains("the connection was lost") || child.errorText.contains("closed the connection"))
     }
 
     @Test func oneMebibyteMessagesArriveWholeAndOversizeOnesAreCountedAndClosedWith1009() throws {
         let big = try WebSocketPeer("feed", ["--messages", "4", "--size", String(1 << 20)])
         defer { big.stop() }
-        let pipeline = try TemporaryPipeline(Self.pipeline(url: "ws://127.0.0.1:\(big.port)/", extra: "subscribe: [go]"))
+        let pipeline = try TemporaryPipeline(
+            Self.pipeline(url: "ws://127.0.0.1:\(big.port)/", extra: "subscribe: [go]"))
         defer { pipeline.remove() }
         let child = SluiceProcess(["run", pipeline.path])
         try child.start()
@@ -146,7 +148,8 @@ struct WebSocketEndToEndTests {
         let second = SluiceProcess(["run", limited.path])
         try second.start()
         second.feed { _ in nil }
-        #expect(small.waitForRecords { $0.contains { $0["event"] as? String == "closed" && $0["code"] as? Int == 1009 } })
+        #expect(
+            small.waitForRecords { $0.contains { $0["event"] as? String == "closed" && $0["code"] as? Int == 1009 } })
         // It reconnects after the 1009 close.
         #expect(small.waitForRecords { $0.filter { $0["event"] as? String == "connected" }.count >= 2 })
         kill(second.process.processIdentifier, SIGTERM)
@@ -180,14 +183,21 @@ struct WebSocketEndToEndTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = { (name: String) in directory.appendingPathComponent(name).path }
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("ext.cnf"), atomically: true, encoding: .utf8)
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(
+            toFile: path("ext.cnf"), atomically: true, encoding: .utf8)
         for arguments in [
-            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path("ca.key"), "-out", path("ca.pem"),
-             "-days", "2", "-subj", "/CN=Sluice Test CA"],
-            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
-             "-subj", "/CN=localhost"],
-            ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
-             "-CAcreateserial", "-out", path("server.pem"), "-days", "2", "-extfile", path("ext.cnf")],
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path("ca.key"), "-out", path("ca.pem"),
+                "-days", "2", "-subj", "/CN=Sluice Test CA",
+            ],
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
+                "-subj", "/CN=localhost",
+            ],
+            [
+                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("server.pem"), "-days", "2", "-extfile", path("ext.cnf"),
+            ],
         ] {
             let openssl = Process()
             openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
@@ -204,11 +214,13 @@ struct WebSocketEndToEndTests {
     @Test func wssIsAcceptedWithTheCAFileAndRejectedWithoutIt() throws {
         let (directory, path) = try makeCertificates()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let peer = try WebSocketPeer("feed", ["--messages", "5", "--certfile", path("server.pem"), "--keyfile", path("server.key")])
+        let peer = try WebSocketPeer(
+            "feed", ["--messages", "5", "--certfile", path("server.pem"), "--keyfile", path("server.key")])
         defer { peer.stop() }
 
         let trusted = try TemporaryPipeline(
-            Self.pipeline(url: "wss://localhost:\(peer.port)/", extra: "subscribe: [go]\ntls: {ca_file: \"\(path("ca.pem"))\"}"))
+            Self.pipeline(
+                url: "wss://localhost:\(peer.port)/", extra: "subscribe: [go]\ntls: {ca_file: \"\(path("ca.pem"))\"}"))
         defer { trusted.remove() }
         let child = SluiceProcess(["run", trusted.path])
         try child.start()
@@ -314,7 +326,8 @@ struct WebSocketEndToEndTests {
         // The pipeline was never held back: 12,000 events at 2,000/s take 6 s, plus at most 2 s for the stalled
         // client at shutdown (held back to the slow client's pace it would take 10 minutes).
         guard case .double(let uptime)? = try pipeline.reports().last?["uptime_secs"] else {
-            Issue.record("no uptime"); return
+            Issue.record("no uptime")
+            return
         }
         #expect(uptime < 8.8, "took \(uptime) s")
     }

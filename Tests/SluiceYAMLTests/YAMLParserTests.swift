@@ -6,11 +6,17 @@ struct YAMLParserTests {
         let root = try #require(try YAMLParser.parse("sources:\n  in:\n    type: stdin\n"))
         guard case .mapping(let top) = root.content, case .mapping(let sources) = top[0].value.content,
             case .mapping(let component) = sources[0].value.content
-        else { Issue.record("expected nested mappings"); return }
+        else {
+            Issue.record("expected nested mappings")
+            return
+        }
         #expect(top[0].key.mark == YAMLMark(line: 1, column: 1))
         #expect(sources[0].key.mark == YAMLMark(line: 2, column: 3))
         #expect(component[0].value.mark == YAMLMark(line: 3, column: 11))
-        guard case .scalar(let scalar) = component[0].value.content else { Issue.record("expected a scalar"); return }
+        guard case .scalar(let scalar) = component[0].value.content else {
+            Issue.record("expected a scalar")
+            return
+        }
         #expect(scalar == YAMLScalar("stdin", style: .plain))
     }
 
@@ -18,14 +24,20 @@ struct YAMLParserTests {
         let root = try #require(try YAMLParser.parse("a: '1'\nb: 1\n"))
         guard case .mapping(let pairs) = root.content, case .scalar(let quoted) = pairs[0].value.content,
             case .scalar(let plain) = pairs[1].value.content
-        else { Issue.record("expected scalars"); return }
+        else {
+            Issue.record("expected scalars")
+            return
+        }
         #expect(quoted.style == .singleQuoted)
         #expect(plain.isPlain)
     }
 
     @Test func duplicateKeysAreKeptForTheReaderToReport() throws {
         let root = try #require(try YAMLParser.parse("a: 1\na: 2\n"))
-        guard case .mapping(let pairs) = root.content else { Issue.record("expected a mapping"); return }
+        guard case .mapping(let pairs) = root.content else {
+            Issue.record("expected a mapping")
+            return
+        }
         #expect(pairs.count == 2)
         #expect(pairs[1].key.mark.line == 2)
     }
@@ -33,7 +45,8 @@ struct YAMLParserTests {
     @Test func aliasesExpandToTheAnchoredNode() throws {
         let root = try #require(try YAMLParser.parse("base: &b {max_events: 5}\ncopy: *b\n"))
         guard case .mapping(let pairs) = root.content, case .mapping(let copy) = pairs[1].value.content else {
-            Issue.record("expected mappings"); return
+            Issue.record("expected mappings")
+            return
         }
         #expect(copy.count == 1)
         #expect(pairs[1].value.mark.line == 2)
@@ -41,13 +54,17 @@ struct YAMLParserTests {
 
     @Test func jsonIsYAML() throws {
         let root = try #require(try YAMLParser.parse(#"{"sources": {"in": {"type": "stdin"}}}"#))
-        guard case .mapping(let pairs) = root.content else { Issue.record("expected a mapping"); return }
+        guard case .mapping(let pairs) = root.content else {
+            Issue.record("expected a mapping")
+            return
+        }
         #expect(pairs.count == 1)
     }
 
     @Test func syntaxErrorsCarryLibyamlsPosition() {
-        #expect(throws: YAMLError(
-            message: "mapping values are not allowed in this context", mark: YAMLMark(line: 1, column: 5))
+        #expect(
+            throws: YAMLError(
+                message: "mapping values are not allowed in this context", mark: YAMLMark(line: 1, column: 5))
         ) { try YAMLParser.parse("a: b: c: d\n") }
     }
 

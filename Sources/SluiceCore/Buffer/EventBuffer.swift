@@ -140,7 +140,8 @@ public final class EventBuffer: Sendable {
     /// producer has finished and everything was taken.
     public func next() async -> [Event]? {
         while true {
-            let (batch, producers, finished) = state.withLock { state -> ([Event], [CheckedContinuation<Void, Never>], Bool) in
+            let (batch, producers, finished) = state.withLock {
+                state -> ([Event], [CheckedContinuation<Void, Never>], Bool) in
                 guard !state.queue.isEmpty else { return ([], [], state.openProducers == 0) }
                 let batch = state.queue.take(upTo: maxBatch)
                 // There is room now: every parked producer retries (each re-checks, so waking all is safe).

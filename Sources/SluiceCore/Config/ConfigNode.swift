@@ -83,7 +83,8 @@ public struct ConfigNode {
         if let choice = Choice(rawValue: text) { return choice }
         let names = Choice.allCases.map(\.rawValue)
         log.error(
-            isFromEnvironment ? "the value from the environment is not valid for \(name)" : "unknown value '\(text)' for \(name)",
+            isFromEnvironment
+                ? "the value from the environment is not valid for \(name)" : "unknown value '\(text)' for \(name)",
             at: mark,
             notes: [Suggestion.expectedOneOf(names, given: isFromEnvironment ? nil : text)])
         return nil
@@ -273,7 +274,10 @@ public final class ConfigMapping {
     public func allEntries(naming: (String) -> String) -> [(key: String, keyMark: YAMLMark, value: ConfigNode)] {
         entries.map { entry in
             known.append(entry.key)
-            return (entry.key, entry.keyMark, ConfigNode(entry.value, name: naming(entry.key), log: log, environment: environment))
+            return (
+                entry.key, entry.keyMark,
+                ConfigNode(entry.value, name: naming(entry.key), log: log, environment: environment)
+            )
         }
     }
 

@@ -91,8 +91,13 @@ private final class Reader {
     private func sectionName(_ kind: ComponentKind) -> String { kind.rawValue + "s" }
 
     private func checkID(_ id: String, at mark: YAMLMark) -> Bool {
-        let valid = !id.isEmpty && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic
-            || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }
+        let valid =
+            !id.isEmpty
+            && id.unicodeScalars.allSatisfy {
+                $0.isASCII
+                    && ($0.properties.isAlphabetic
+                        || ("0"..."9").contains($0) || $0 == "_" || $0 == "-")
+            }
         if !valid {
             log.error(
                 "invalid component id '\(id)'", at: mark,
@@ -125,7 +130,8 @@ private final class Reader {
         }
         options.finish()
         return ComponentDefinition(
-            id: id, kind: kind, typeName: typeName, inputs: inputs, buffer: buffer ?? (kind == .source ? nil : .default),
+            id: id, kind: kind, typeName: typeName, inputs: inputs,
+            buffer: buffer ?? (kind == .source ? nil : .default),
             blueprint: blueprint, mark: keyMark)
     }
 

@@ -32,12 +32,16 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
             keyFile = tls.required("key_file", note: "the PEM private key for wss://")?.string()
             tls.finish()
         }
-        if let limit = options.value("max_client_buffer_events")?.int(in: 1...10_000_000) { maxClientBufferEvents = limit }
+        if let limit = options.value("max_client_buffer_events")?.int(in: 1...10_000_000) {
+            maxClientBufferEvents = limit
+        }
         if let limit = options.value("max_message_bytes")?.int(in: 1...(1 << 30)) { maxMessageBytes = limit }
-        if (host == "0.0.0.0" || host == "::" || host == "*"), certFile == nil {
+        if host == "0.0.0.0" || host == "::" || host == "*", certFile == nil {
             options.log.warning(
                 "\(options.name) listens on all interfaces without TLS", at: options.value("listen")?.mark,
-                notes: ["anyone who can reach this machine can connect; add tls: {cert_file, key_file} or bind 127.0.0.1"])
+                notes: [
+                    "anyone who can reach this machine can connect; add tls: {cert_file, key_file} or bind 127.0.0.1"
+                ])
         }
     }
 

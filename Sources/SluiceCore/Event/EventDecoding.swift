@@ -13,7 +13,9 @@ public enum EventDecoding: String, ConfigChoice {
         case .text:
             var text = bytes
             if text.last == UInt8(ascii: "\r") { text = UnsafeBufferPointer(rebasing: text.dropLast()) }
-            return .object(JSONObject(uniqueFields: [.init(key: "message", value: .string(String(decoding: text, as: UTF8.self)))]))
+            return .object(
+                JSONObject(uniqueFields: [.init(key: "message", value: .string(String(decoding: text, as: UTF8.self)))])
+            )
         }
     }
 }

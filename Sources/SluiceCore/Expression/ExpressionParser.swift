@@ -49,7 +49,9 @@ struct ExpressionParser {
         for op in [ComparisonOperator.equal, .notEqual, .lessOrEqual, .greaterOrEqual, .less, .greater] {
             if consume(op.rawValue) {
                 let right = try parseCoalesce()
-                if peekComparison() { throw ExpressionError("comparisons cannot be chained", at: index, note: "join them with && instead") }
+                if peekComparison() {
+                    throw ExpressionError("comparisons cannot be chained", at: index, note: "join them with && instead")
+                }
                 return .compare(op, left, right)
             }
         }
@@ -267,8 +269,9 @@ struct ExpressionParser {
 
     private mutating func parseNumber() throws(ExpressionError) -> JSONValue {
         let start = index
-        while index < text.count, ("0"..."9").contains(text[index]) || [".", "e", "E"].contains(text[index])
-            || ((text[index] == "+" || text[index] == "-") && ["e", "E"].contains(text[index - 1]))
+        while index < text.count,
+            ("0"..."9").contains(text[index]) || [".", "e", "E"].contains(text[index])
+                || ((text[index] == "+" || text[index] == "-") && ["e", "E"].contains(text[index - 1]))
         {
             index += 1
         }
@@ -287,8 +290,9 @@ struct ExpressionParser {
     }
 
     private mutating func skipSpace() {
-        while index < text.count, text[index] == " " || text[index] == "\t" || text[index] == "\n"
-            || text[index] == "\r"
+        while index < text.count,
+            text[index] == " " || text[index] == "\t" || text[index] == "\n"
+                || text[index] == "\r"
         {
             index += 1
         }

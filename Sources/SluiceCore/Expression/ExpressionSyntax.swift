@@ -29,7 +29,11 @@ indirect enum ExpressionNode: Sendable {
 }
 
 enum ArithmeticOperator: String, Sendable {
-    case add = "+", subtract = "-", multiply = "*", divide = "/", remainder = "%"
+    case add = "+"
+    case subtract = "-"
+    case multiply = "*"
+    case divide = "/"
+    case remainder = "%"
 
     var verb: String {
         switch self {
@@ -43,7 +47,12 @@ enum ArithmeticOperator: String, Sendable {
 }
 
 enum ComparisonOperator: String, Sendable {
-    case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+    case equal = "=="
+    case notEqual = "!="
+    case less = "<"
+    case lessOrEqual = "<="
+    case greater = ">"
+    case greaterOrEqual = ">="
 }
 
 /// A regular expression compiled when the pipeline loads.

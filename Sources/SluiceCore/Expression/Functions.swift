@@ -79,7 +79,8 @@ enum Functions {
             case .string(let text): return .int(Int64(text.count))
             case .array(let items): return .int(Int64(items.count))
             case .object(let object): return .int(Int64(object.count))
-            case let other: throw EvaluationError("'length' needs a string, array or object, found \(Evaluator.describe(other))")
+            case let other:
+                throw EvaluationError("'length' needs a string, array or object, found \(Evaluator.describe(other))")
             }
         case .lower:
             return try stringArgument(0).map { .string($0.lowercased()) } ?? .null
@@ -105,11 +106,13 @@ enum Functions {
                 let replacement = try stringArgument(2)
             else { return .null }
             guard !target.isEmpty else { return .string(text) }
-            return .string(text.split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement))
+            return .string(
+                text.split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement))
         case .split:
             guard let text = try stringArgument(0), let separator = try stringArgument(1) else { return .null }
             guard !separator.isEmpty else { return .array(text.map { .string(String($0)) }) }
-            return .array(text.split(separator: separator, omittingEmptySubsequences: false).map { .string(String($0)) })
+            return .array(
+                text.split(separator: separator, omittingEmptySubsequences: false).map { .string(String($0)) })
         case .join:
             guard case .array(let items) = arguments[0] else {
                 if arguments[0] == .null { return .null }
@@ -200,7 +203,8 @@ public enum Geo {
         let radians = Double.pi / 180
         let dLat = (lat2 - lat1) * radians
         let dLon = (lon2 - lon1) * radians
-        let a = sin(dLat / 2) * sin(dLat / 2) + cos(lat1 * radians) * cos(lat2 * radians) * sin(dLon / 2) * sin(dLon / 2)
+        let a =
+            sin(dLat / 2) * sin(dLat / 2) + cos(lat1 * radians) * cos(lat2 * radians) * sin(dLon / 2) * sin(dLon / 2)
         return 2 * earthRadiusMetres * asin(Swift.min(1, a.squareRoot()))
     }
 }

@@ -22,7 +22,8 @@ public struct Template: Sendable {
                 index += 2
             } else if scalar == "{" {
                 guard let close = scalars[(index + 1)...].firstIndex(of: "}") else {
-                    throw ExpressionError("unclosed '{' in the template", at: index, note: "write {{ for a literal brace")
+                    throw ExpressionError(
+                        "unclosed '{' in the template", at: index, note: "write {{ for a literal brace")
                 }
                 let inner = String(String.UnicodeScalarView(scalars[(index + 1)..<close]))
                 do {
@@ -54,7 +55,9 @@ public struct Template: Sendable {
             case .text(let text): output.append(contentsOf: text.utf8)
             case .expression(let expression):
                 let value = try expression.evaluate(event)
-                if case .string(let text) = value { output.append(contentsOf: text.utf8) } else {
+                if case .string(let text) = value {
+                    output.append(contentsOf: text.utf8)
+                } else {
                     JSONWriter.write(value, to: &output)
                 }
             }

@@ -104,7 +104,9 @@ public struct JSONReader {
 
     /// Appends a field, or replaces the value of an earlier field with the same key. Small objects are searched
     /// linearly; past 16 keys a dictionary keeps hostile objects with many keys from going quadratic.
-    private func insert(_ field: JSONObject.Field, into fields: inout [JSONObject.Field], index seen: inout [String: Int]?) {
+    private func insert(
+        _ field: JSONObject.Field, into fields: inout [JSONObject.Field], index seen: inout [String: Int]?
+    ) {
         if seen == nil, fields.count < 16 {
             // Comparing lengths first skips most string comparisons (a non-inlined call each), since keys differ.
             let length = field.key.utf8.count

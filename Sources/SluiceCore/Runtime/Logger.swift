@@ -1,4 +1,5 @@
 internal import Synchronization
+
 #if canImport(Glibc)
     internal import Glibc
 #endif
@@ -71,9 +72,10 @@ public struct RateLimitedReporter: Sendable {
     }
 
     /// Writes the summary of suppressed messages if a second has passed (or `force` is set).
-    public mutating func flush(to log: Logger, now: UInt64 = MonotonicClock.nanos(), force: Bool = false,
-        summary: (Int) -> String)
-    {
+    public mutating func flush(
+        to log: Logger, now: UInt64 = MonotonicClock.nanos(), force: Bool = false,
+        summary: (Int) -> String
+    ) {
         guard suppressed > 0, force || now &- lastSummaryNanos >= 1_000_000_000 else { return }
         log.warning(summary(suppressed))
         suppressed = 0

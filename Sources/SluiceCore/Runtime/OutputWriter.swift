@@ -1,5 +1,6 @@
 internal import Dispatch
 internal import Synchronization
+
 #if canImport(Glibc)
     internal import Glibc
 #endif

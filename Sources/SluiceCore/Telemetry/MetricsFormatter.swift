@@ -89,7 +89,8 @@ public enum MetricsFormatter {
             })
         metric("buffer_events", "gauge", all.map { c in c.buffer.map { (c, "", Double($0.events)) } })
         metric("buffer_max_events", "gauge", all.map { c in c.buffer?.maxEvents.map { (c, "", Double($0)) } })
-        metric("buffer_high_water_events", "gauge", all.map { c in c.buffer.map { (c, "", Double($0.highWaterEvents)) } })
+        metric(
+            "buffer_high_water_events", "gauge", all.map { c in c.buffer.map { (c, "", Double($0.highWaterEvents)) } })
         metric(
             "buffer_blocked_seconds_total", "counter",
             all.map { c in c.buffer.map { (c, "", rounded($0.blockedSecsTotal, 6)) } })

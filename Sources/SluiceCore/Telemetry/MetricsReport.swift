@@ -66,7 +66,8 @@ public struct MetricsReport: Sendable {
             guard let buffer = component.buffer else { return false }
             let before = previous[component.id]
             let full = buffer.maxEvents.map { buffer.events >= $0 * 9 / 10 } ?? false
-            let blocked = buffer.blockedSecsTotal > (before?.buffer?.blockedSecsTotal ?? 0) || buffer.producersBlocked > 0
+            let blocked =
+                buffer.blockedSecsTotal > (before?.buffer?.blockedSecsTotal ?? 0) || buffer.producersBlocked > 0
             let dropped = component.discarded[.bufferFull] > (before?.discarded[.bufferFull] ?? 0)
             return full || blocked || dropped
         }

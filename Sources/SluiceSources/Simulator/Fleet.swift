@@ -1,4 +1,5 @@
 internal import SluiceCore
+
 #if canImport(Glibc)
     internal import Glibc
 #endif
@@ -65,7 +66,8 @@ struct Fleet {
         if fromCenter < radius * 0.98 { (device.lat, device.lon) = moved }
 
         // Reported position: GPS noise of a few metres, never outside the circle.
-        var reported = Fleet.offset(device.lat, device.lon, metres: abs(random.gaussian(0, 3)), bearing: random.unit() * 2 * .pi)
+        var reported = Fleet.offset(
+            device.lat, device.lon, metres: abs(random.gaussian(0, 3)), bearing: random.unit() * 2 * .pi)
         if Geo.distanceMetres(lat1: center.lat, lon1: center.lon, lat2: reported.lat, lon2: reported.lon) > radius {
             reported = (device.lat, device.lon)
         }

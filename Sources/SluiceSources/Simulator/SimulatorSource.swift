@@ -15,7 +15,9 @@ struct SimulatorSource: Source {
             context.log.info("simulator '\(context.id)': seed \(seed) (set 'seed: \(seed)' to repeat this run)")
         }
         var fleet = Fleet(config, seed: seed)
-        let phases = config.load.isEmpty ? config.rate.map { [SimulatorSourceConfig.Phase(rate: $0, secs: .infinity)] } ?? [] : config.load
+        let phases =
+            config.load.isEmpty
+            ? config.rate.map { [SimulatorSourceConfig.Phase(rate: $0, secs: .infinity)] } ?? [] : config.load
         var phase = 0
         var phaseStart = MonotonicClock.nanos()
         var emittedInPhase = 0

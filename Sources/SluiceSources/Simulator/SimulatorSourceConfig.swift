@@ -39,7 +39,11 @@ public struct SimulatorSourceConfig: SourceConfig {
     public init(reading options: ConfigMapping) {
         if let value = options.value("devices")?.int(in: 1...100_000) { devices = value }
         if let node = options.value("rate") {
-            if node.isWord("max") { rate = nil } else if let value = node.double(in: 0.001...10_000_000) { rate = value }
+            if node.isWord("max") {
+                rate = nil
+            } else if let value = node.double(in: 0.001...10_000_000) {
+                rate = value
+            }
         }
         if let value = options.value("count")?.int(in: 0...Int.max) { count = value }
         if let value = options.value("seed")?.int(in: 0...Int.max) { seed = UInt64(value) }
@@ -68,7 +72,8 @@ public struct SimulatorSourceConfig: SourceConfig {
         {
             for item in items {
                 guard let phase = item.mapping() else { continue }
-                let rate = phase.required("rate", note: "events per second in this phase")?.double(in: 0.001...10_000_000)
+                let rate = phase.required("rate", note: "events per second in this phase")?.double(
+                    in: 0.001...10_000_000)
                 let secs = phase.required("secs", note: "how long the phase lasts")?.double(in: 0.001...86_400)
                 phase.finish()
                 if let rate, let secs { load.append(Phase(rate: rate, secs: secs)) }

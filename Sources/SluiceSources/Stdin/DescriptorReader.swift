@@ -1,4 +1,5 @@
 internal import Dispatch
+
 #if canImport(Glibc)
     internal import Glibc
 #endif

@@ -86,16 +86,21 @@ struct LineDecoder {
                     events.append(Event(try decoding.decode(bytes), ingestNanos: now))
                 } catch {
                     discards[.parseError] += 1
-                    let reason = bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } ? "an empty line" : "\(error)"
+                    let reason =
+                        bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } ? "an empty line" : "\(error)"
                     reporter.report(to: log, now: now) {
                         "\(sourceID): line \(number) is not valid JSON (\(reason)); counted under parse_error"
-                    } summary: { "\(sourceID): \($0) more lines were not valid JSON; see parse_error in the metrics" }
+                    } summary: {
+                        "\(sourceID): \($0) more lines were not valid JSON; see parse_error in the metrics"
+                    }
                 }
             case .oversize(let number):
                 discards[.oversize] += 1
                 reporter.report(to: log, now: now) {
                     "\(sourceID): line \(number) is longer than max_line_bytes; skipped and counted under oversize"
-                } summary: { "\(sourceID): \($0) more lines were skipped; see the metrics" }
+                } summary: {
+                    "\(sourceID): \($0) more lines were skipped; see the metrics"
+                }
             }
         }
         return events

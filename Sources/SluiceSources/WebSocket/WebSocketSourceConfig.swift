@@ -43,9 +43,15 @@ public struct WebSocketSourceConfig: SourceConfig {
             if let value = reconnect.value("initial_delay_ms")?.int(in: 1...3_600_000) {
                 client.reconnect.initialDelayMs = value
             }
-            if let value = reconnect.value("max_delay_ms")?.int(in: 1...3_600_000) { client.reconnect.maxDelayMs = value }
-            if let value = reconnect.value("jitter_percent")?.int(in: 0...100) { client.reconnect.jitterPercent = value }
-            if let value = reconnect.value("max_attempts")?.int(in: 0...1_000_000) { client.reconnect.maxAttempts = value }
+            if let value = reconnect.value("max_delay_ms")?.int(in: 1...3_600_000) {
+                client.reconnect.maxDelayMs = value
+            }
+            if let value = reconnect.value("jitter_percent")?.int(in: 0...100) {
+                client.reconnect.jitterPercent = value
+            }
+            if let value = reconnect.value("max_attempts")?.int(in: 0...1_000_000) {
+                client.reconnect.maxAttempts = value
+            }
             reconnect.finish()
         }
         if let tls = options.value("tls")?.mapping() {

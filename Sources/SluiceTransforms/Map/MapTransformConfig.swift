@@ -18,7 +18,9 @@ public struct MapTransformConfig: TransformConfig {
     public init(reading options: ConfigMapping) {
         func path(_ text: String, at mark: YAMLMark) -> EventPath? {
             guard let path = EventPath(text) else {
-                options.log.error("invalid field path '\(text)'", at: mark, notes: ["write a field name or a dotted path such as location.lat"])
+                options.log.error(
+                    "invalid field path '\(text)'", at: mark,
+                    notes: ["write a field name or a dotted path such as location.lat"])
                 return nil
             }
             return path

@@ -4,7 +4,8 @@ import SluiceTesting
 import Testing
 
 struct FilterTransformTests {
-    static let values = #"["{\"t\": 35, \"b\": 0.5}", "{\"t\": 20, \"b\": 0.5}", "{\"b\": 0.5}", "{\"t\": \"hot\", \"b\": 0.5}", "{\"t\": 31, \"b\": 0.05}", "{\"t\": 40, \"b\": 0.9}"]"#
+    static let values =
+        #"["{\"t\": 35, \"b\": 0.5}", "{\"t\": 20, \"b\": 0.5}", "{\"b\": 0.5}", "{\"t\": \"hot\", \"b\": 0.5}", "{\"t\": 31, \"b\": 0.05}", "{\"t\": 40, \"b\": 0.9}"]"#
 
     @Test func keepsTrueDiscardsFalseAndNullAsFilteredAndErrorsAsError() async throws {
         let (events, report) = try await ComponentHarness.run(
@@ -59,7 +60,8 @@ struct FilterTransformTests {
     }
 
     @Test func aFilterNeedsACondition() {
-        let yaml = "sources:\n  in: {type: list}\ntransforms:\n  f: {type: filter, inputs: [in]}\nsinks:\n  out: {type: collect, inputs: [f]}\n"
+        let yaml =
+            "sources:\n  in: {type: list}\ntransforms:\n  f: {type: filter, inputs: [in]}\nsinks:\n  out: {type: collect, inputs: [f]}\n"
         #expect(ComponentHarness.diagnostics(yaml).hasPrefix("p.yaml:4:6: error: transform 'f' has no 'condition'"))
     }
 }

@@ -24,7 +24,8 @@ struct MapTransformTests {
         #expect(events.count == 1)
         #expect(
             JSONWriter.string(events[0])
-                == #"{"temperature":30,"lon":13.405,"rh":40,"temperature_f":86.0,"alert":{"near_depot":true,"level":"near"},"rh_pct":0.4}"#)
+                == #"{"temperature":30,"lon":13.405,"rh":40,"temperature_f":86.0,"alert":{"near_depot":true,"level":"near"},"rh_pct":0.4}"#
+        )
     }
 
     @Test func keepProjectsAndAFailingSetDiscardsOnlyThatEvent() async throws {

@@ -20,7 +20,8 @@ struct SimulatorSourceTests {
         #expect(first[0]["ts"] == "2026-11-30T12:00:00.000Z")
         #expect(first[1]["ts"] == "2026-11-30T12:00:00.001Z")
         let other = try await ComponentHarness.run(
-            Self.pipeline("devices: 7, rate: max, count: 50, seed: 100, start_time: '2026-11-30T12:00:00Z'", into: "sim-c"),
+            Self.pipeline(
+                "devices: 7, rate: max, count: 50, seed: 100, start_time: '2026-11-30T12:00:00Z'", into: "sim-c"),
             collecting: "sim-c")
         #expect(other.0.map(JSONWriter.string) != Array(first.prefix(50)).map(JSONWriter.string))
     }
@@ -31,17 +32,24 @@ struct SimulatorSourceTests {
                 "devices: 4, rate: max, count: 400, seed: 1, anomalies: {spike_probability: 0, dropout_probability: 0}",
                 into: "sim-shape"),
             collecting: "sim-shape")
-        guard case .object(let first) = events[0] else { Issue.record("not an object"); return }
-        #expect(first.fields.map(\.key) == [
-            "device", "seq", "ts", "lat", "lon", "speed_mps", "heading_deg", "temperature", "humidity", "battery",
-        ])
+        guard case .object(let first) = events[0] else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(
+            first.fields.map(\.key) == [
+                "device", "seq", "ts", "lat", "lon", "speed_mps", "heading_deg", "temperature", "humidity", "battery",
+            ])
         for device in ["dev-0000", "dev-0001", "dev-0002", "dev-0003"] {
             let seqs = events.filter { $0["device"] == .string(device) }.map { $0["seq"] }
             #expect(seqs == (0..<100).map { JSONValue.int(Int64($0)) })
         }
         for event in events {
             guard case .double(let temperature)? = event["temperature"], case .double(let battery)? = event["battery"]
-            else { Issue.record("missing sensor in \(event)"); continue }
+            else {
+                Issue.record("missing sensor in \(event)")
+                continue
+            }
             #expect((-10...60).contains(temperature))
             #expect((0...1).contains(battery))
         }
@@ -65,15 +73,20 @@ struct SimulatorSourceTests {
 
     @Test func anomaliesSpikeAndDropOut() async throws {
         let (spiky, _) = try await ComponentHarness.run(
-            Self.pipeline("rate: max, count: 200, seed: 5, anomalies: {spike_probability: 1, dropout_probability: 0}", into: "sim-spike"),
+            Self.pipeline(
+                "rate: max, count: 200, seed: 5, anomalies: {spike_probability: 1, dropout_probability: 0}",
+                into: "sim-spike"),
             collecting: "sim-spike")
         #expect(spiky.allSatisfy { if case .double(let t)? = $0["temperature"] { t >= 85 } else { false } })
         let (gappy, _) = try await ComponentHarness.run(
-            Self.pipeline("rate: max, count: 200, seed: 5, anomalies: {spike_probability: 0, dropout_probability: 1}", into: "sim-gap"),
+            Self.pipeline(
+                "rate: max, count: 200, seed: 5, anomalies: {spike_probability: 0, dropout_probability: 1}",
+                into: "sim-gap"),
             collecting: "sim-gap")
-        #expect(gappy.allSatisfy { event in
-            if case .object(let object) = event { object.count == 9 } else { false }
-        })
+        #expect(
+            gappy.allSatisfy { event in
+                if case .object(let object) = event { object.count == 9 } else { false }
+            })
     }
 
     @Test func invalidOptionsAreReported() {

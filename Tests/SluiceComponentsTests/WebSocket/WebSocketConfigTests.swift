@@ -15,7 +15,9 @@ struct WebSocketURLTests {
     }
 
     @Test func rejectsWhatIsNotAWebSocketURL() {
-        for text in ["http://example.com", "ws://", "ws://:80/", "ws://host:0/", "ws://host:99999/", "ws://[::1/", "example.com"] {
+        for text in [
+            "http://example.com", "ws://", "ws://:80/", "ws://host:0/", "ws://host:99999/", "ws://[::1/", "example.com",
+        ] {
             #expect(WebSocketURL(text) == nil, "\(text)")
         }
     }
@@ -24,7 +26,10 @@ struct WebSocketURLTests {
 struct ReconnectPolicyTests {
     @Test func delaysDoubleUpToTheMaximumWithJitterOnTop() {
         let policy = ReconnectPolicy(initialDelayMs: 250, maxDelayMs: 30_000, jitterPercent: 20, maxAttempts: 0)
-        #expect((1...9).map { policy.delayMs(attempt: $0, unit: 0) } == [250, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000])
+        #expect(
+            (1...9).map { policy.delayMs(attempt: $0, unit: 0) } == [
+                250, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000,
+            ])
         #expect(policy.delayMs(attempt: 1, unit: 0.999) == 299)
         #expect(policy.delayMs(attempt: 100, unit: 0.5) == 33000)
     }
@@ -55,7 +60,8 @@ struct WebSocketSourceConfigTests {
             "sources:\n  in: {type: websocket_server, listen: 9000}\nsinks:\n  out: {type: blackhole, inputs: [in]}\n")
         #expect(bare.diagnostics.isEmpty)
         let bad = ComponentHarness.diagnostics(
-            "sources:\n  in: {type: websocket_server, listen: 'localhost'}\nsinks:\n  out: {type: blackhole, inputs: [in]}\n")
+            "sources:\n  in: {type: websocket_server, listen: 'localhost'}\nsinks:\n  out: {type: blackhole, inputs: [in]}\n"
+        )
         #expect(bad.contains("error: 'localhost' is not a listen address"))
         #expect(bad.contains("note: write HOST:PORT, or a bare PORT to bind 127.0.0.1 only"))
     }

@@ -7,7 +7,8 @@ struct EventBufferTests {
         events.map { if case .int(let n) = $0.value { Int(n) } else { -1 } }
     }
 
-    func makeBuffer(_ policy: BufferPolicy, producers: Int = 1, maxBatch: Int = 1024) -> (EventBuffer, ComponentMetrics) {
+    func makeBuffer(_ policy: BufferPolicy, producers: Int = 1, maxBatch: Int = 1024) -> (EventBuffer, ComponentMetrics)
+    {
         let metrics = ComponentMetrics(id: "sink", kind: .sink, typeName: "test")
         return (EventBuffer(policy: policy, producers: producers, owner: metrics, maxBatch: maxBatch), metrics)
     }
@@ -64,11 +65,15 @@ struct EventBufferTests {
     @Test func blockNeverExceedsCapacityAndLosesNothing() async {
         let (buffer, metrics) = makeBuffer(.block(maxEvents: 50), producers: 2, maxBatch: 7)
         async let first: Void = {
-            for start in stride(from: 0, to: 10_000, by: 37) { await buffer.send(Self.events(start..<min(10_000, start + 37))) }
+            for start in stride(from: 0, to: 10_000, by: 37) {
+                await buffer.send(Self.events(start..<min(10_000, start + 37)))
+            }
             buffer.finishProducer()
         }()
         async let second: Void = {
-            for start in stride(from: 10_000, to: 20_000, by: 100) { await buffer.send(Self.events(start..<start + 100)) }
+            for start in stride(from: 10_000, to: 20_000, by: 100) {
+                await buffer.send(Self.events(start..<start + 100))
+            }
             buffer.finishProducer()
         }()
         var taken: [Int] = []

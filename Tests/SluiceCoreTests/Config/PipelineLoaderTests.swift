@@ -217,14 +217,22 @@ struct PipelineLoaderTests {
         #expect(definition.components[2].inputs == ["t", "in"])
         #expect(definition.consumers(of: "in") == ["t", "out"])
         #expect(definition.metrics == MetricsSettings(intervalSecs: 0.5, destination: .stderr, format: .json))
-        guard case .source(let config) = definition.components[0].blueprint else { Issue.record("not a source"); return }
+        guard case .source(let config) = definition.components[0].blueprint else {
+            Issue.record("not a source")
+            return
+        }
         #expect((config as? CounterSourceConfig)?.count == 7)
     }
 
     @Test func environmentDefaultsAndEscapes() throws {
-        let text = "sources:\n  in: {type: counter, count: '${MISSING:-3}'}\nsinks:\n  out: {type: collect, inputs: [in]}\n"
-        let definition = try #require(PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
-        guard case .source(let config) = definition.components[0].blueprint else { Issue.record("not a source"); return }
+        let text =
+            "sources:\n  in: {type: counter, count: '${MISSING:-3}'}\nsinks:\n  out: {type: collect, inputs: [in]}\n"
+        let definition = try #require(
+            PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
+        guard case .source(let config) = definition.components[0].blueprint else {
+            Issue.record("not a source")
+            return
+        }
         #expect((config as? CounterSourceConfig)?.count == 3)
     }
 
@@ -243,18 +251,24 @@ struct PipelineLoaderTests {
     }
 
     @Test func jsonPipelineFilesAreAccepted() throws {
-        let text = #"{"sources": {"in": {"type": "counter", "count": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"], "buffer": "unbounded"}}}"#
-        let definition = try #require(PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
+        let text =
+            #"{"sources": {"in": {"type": "counter", "count": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"], "buffer": "unbounded"}}}"#
+        let definition = try #require(
+            PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
         #expect(definition.components.map(\.id) == ["in", "out"])
         #expect(definition.components[1].buffer == .unbounded)
         // Errors in JSON files point into the line too.
-        #expect(render(#"{"sources": {"in": {"type": "counter", "cout": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"]}}}"#)
+        #expect(
+            render(
+                #"{"sources": {"in": {"type": "counter", "cout": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"]}}}"#
+            )
             .hasPrefix("p.yaml:1:40: error: unknown key 'cout' in source 'in'"))
     }
 
     @Test func theDefaultBufferIsBlockOf1000() throws {
         let text = "sources:\n  in: {type: counter}\nsinks:\n  out: {type: collect, inputs: in}\n"
-        let definition = try #require(PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
+        let definition = try #require(
+            PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
         #expect(definition.components[1].buffer == .block(maxEvents: 1000))
         #expect(definition.components[0].buffer == nil)
     }

@@ -62,21 +62,25 @@ struct ExpressionTests {
         ("1 ? 2 : 3", "error: the condition of '?:' must be true, false or null, found an integer"),
         // Numeric functions
         ("abs(-3)", "3"), ("abs(-2.5)", "2.5"), ("abs(.nothing)", "null"), ("round(2.5)", "3"), ("round(-2.5)", "-3"),
-        ("round(3.14159, 2)", "3.14"), ("round(7)", "7"), ("floor(2.7)", "2"), ("floor(-2.1)", "-3"), ("ceil(2.1)", "3"),
+        ("round(3.14159, 2)", "3.14"), ("round(7)", "7"), ("floor(2.7)", "2"), ("floor(-2.1)", "-3"),
+        ("ceil(2.1)", "3"),
         ("min(3, 1, 2)", "1"), ("max(3, 1.5, 2)", "3"), ("min(.nothing, 4)", "4"), ("max(.count, 10)", "10"),
         ("sqrt(16)", "4.0"), ("pow(2, 10)", "1024.0"), ("pow(2, 0.5) > 1.41", "true"),
-        ("sqrt(-1)", "error: 'sqrt' of a negative number"), ("abs(\"x\")", "error: 'abs' needs a number, found a string"),
+        ("sqrt(-1)", "error: 'sqrt' of a negative number"),
+        ("abs(\"x\")", "error: 'abs' needs a number, found a string"),
         ("round(1.5, 20)", "error: the digits of 'round' must be an integer from 0 to 15"),
         ("max(1, \"a\")", "error: 'max' needs numbers, found a string"),
         // String functions
         ("length(.name)", "8"), ("length(.tags)", "3"), ("length(.location)", "2"), ("length(\"日本\")", "2"),
         ("length(.nothing)", "null"), ("lower(.name)", #""sensor-a""#), ("upper(.name)", #""SENSOR-A""#),
         ("trim(.msg)", #""padded""#), ("contains(.name, \"sor\")", "true"), ("contains(.name, \"xyz\")", "false"),
-        ("contains(.tags, \"c\")", "true"), ("starts_with(.name, \"Sen\")", "true"), ("ends_with(.name, \"-A\")", "true"),
+        ("contains(.tags, \"c\")", "true"), ("starts_with(.name, \"Sen\")", "true"),
+        ("ends_with(.name, \"-A\")", "true"),
         ("replace(.name, \"-\", \"_\")", #""Sensor_A""#), ("split(\"a,b,,c\", \",\")", #"["a","b","","c"]"#),
         ("join(.tags, \"+\")", #""a+b+c""#), ("join([1, \"x\", null], \"/\")", #""1/x/null""#),
         ("matches(.name, \"^Sen[a-z]+-[A-Z]$\")", "true"), ("matches(.name, \"^x\")", "false"),
-        ("matches(.nothing, \"x\")", "null"), ("length(7)", "error: 'length' needs a string, array or object, found an integer"),
+        ("matches(.nothing, \"x\")", "null"),
+        ("length(7)", "error: 'length' needs a string, array or object, found an integer"),
         ("upper(1)", "error: 'upper' needs a string, found an integer"),
         ("matches(.count, \"7\")", "error: 'matches' needs a string, found an integer"),
         // Conversion functions
@@ -126,7 +130,10 @@ struct ExpressionTests {
     /// Compile errors: the exact message, the character offset, and the note.
     static let compileErrors: [(String, String, Int, String?)] = [
         ("lenght(.name)", "unknown function 'lenght'", 0, "did you mean 'length'?"),
-        (".a > temperature", "unknown name 'temperature'", 5, "fields are written with a leading dot, as in .temperature"),
+        (
+            ".a > temperature", "unknown name 'temperature'", 5,
+            "fields are written with a leading dot, as in .temperature"
+        ),
         ("round(1, 2, 3)", "'round' takes 1 or 2 arguments, found 3", 0, nil),
         ("sqrt()", "'sqrt' takes 1 argument, found 0", 0, nil),
         ("now(1)", "'now' takes 0 arguments, found 1", 0, nil),
@@ -164,8 +171,9 @@ struct ExpressionTests {
 
     @Test func templatesRenderValuesAndEscapedBraces() throws {
         let event = try JSONReader.parse(Self.event)
-        #expect(try Template("{.name} {.temperature}°C {{x}} {.tags} {.missing}").render(event)
-            == #"Sensor-A 31.5°C {x} ["a","b","c"] null"#)
+        #expect(
+            try Template("{.name} {.temperature}°C {{x}} {.tags} {.missing}").render(event)
+                == #"Sensor-A 31.5°C {x} ["a","b","c"] null"#)
         #expect(throws: ExpressionError("unclosed '{' in the template", at: 3, note: "write {{ for a literal brace")) {
             try Template("ab {.x")
         }

@@ -6,7 +6,7 @@ struct JSONReaderTests {
         #expect(try JSONReader.parse("42") == .int(42))
         #expect(try JSONReader.parse("-9223372036854775808") == .int(Int64.min))
         #expect(try JSONReader.parse("9223372036854775807") == .int(Int64.max))
-        #expect(try JSONReader.parse("9223372036854775808") == .double(9223372036854775808))
+        #expect(try JSONReader.parse("9223372036854775808") == .double(9_223_372_036_854_775_808))
         #expect(try JSONReader.parse("123456789012345678901234567890") == .double(1.2345678901234568e29))
         #expect(try JSONReader.parse("1.5") == .double(1.5))
         #expect(try JSONReader.parse("2e3") == .double(2000))
@@ -24,11 +24,17 @@ struct JSONReaderTests {
 
     @Test func objectsKeepKeyOrderAndTheLastDuplicateWins() throws {
         let value = try JSONReader.parse(#"{"z":1,"a":2,"z":3}"#)
-        guard case .object(let object) = value else { Issue.record("expected an object"); return }
+        guard case .object(let object) = value else {
+            Issue.record("expected an object")
+            return
+        }
         #expect(object.fields.map(\.key) == ["z", "a"])
         #expect(object["z"] == .int(3))
         let many = "{" + (0..<100).map { "\"k\($0 % 50)\":\($0)" }.joined(separator: ",") + "}"
-        guard case .object(let large) = try JSONReader.parse(many) else { Issue.record("expected an object"); return }
+        guard case .object(let large) = try JSONReader.parse(many) else {
+            Issue.record("expected an object")
+            return
+        }
         #expect(large.count == 50)
         #expect(large["k0"] == .int(50))
     }

@@ -1,7 +1,8 @@
-@testable import SluiceCore
 import SluiceTesting
 import Synchronization
 import Testing
+
+@testable import SluiceCore
 
 struct PipelineRunnerTests {
     func load(_ text: String) throws -> PipelineDefinition {

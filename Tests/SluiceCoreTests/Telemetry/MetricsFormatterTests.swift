@@ -1,5 +1,6 @@
-@testable import SluiceCore
 import Testing
+
+@testable import SluiceCore
 
 struct MetricsFormatterTests {
     static func report() -> MetricsReport {
@@ -40,10 +41,20 @@ struct MetricsFormatterTests {
 
     @Test func prometheusUsesTheSameVocabulary() {
         let text = MetricsFormatter.render(Self.report(), as: .prometheus)
-        #expect(text.contains(#"component_received_events_total{component_id="out",component_kind="sink",component_type="stdout"} 1200"#))
-        #expect(text.contains(#"component_discarded_events_total{component_id="in",component_kind="source",component_type="stdin",cause="parse_error"} 2"#))
-        #expect(text.contains(#"buffer_max_events{component_id="out",component_kind="sink",component_type="stdout"} 1000"#))
-        #expect(text.contains(#"buffer_blocked_seconds_total{component_id="out",component_kind="sink",component_type="stdout"} 0.42"#))
+        #expect(
+            text.contains(
+                #"component_received_events_total{component_id="out",component_kind="sink",component_type="stdout"} 1200"#
+            ))
+        #expect(
+            text.contains(
+                #"component_discarded_events_total{component_id="in",component_kind="source",component_type="stdin",cause="parse_error"} 2"#
+            ))
+        #expect(
+            text.contains(#"buffer_max_events{component_id="out",component_kind="sink",component_type="stdout"} 1000"#))
+        #expect(
+            text.contains(
+                #"buffer_blocked_seconds_total{component_id="out",component_kind="sink",component_type="stdout"} 0.42"#)
+        )
         #expect(text.contains("# TYPE component_sent_events_total counter"))
     }
 
@@ -80,11 +91,18 @@ struct BottleneckTests {
     @Test func theMostDownstreamFullBufferIsTheBottleneck() {
         // a -> b -> c, with b and c full: c holds everything back.
         let consumers = ["a": ["b"], "b": ["c"], "c": []]
-        let full = [component("a", events: 0, max: 10), component("b", events: 10, max: 10), component("c", events: 10, max: 10)]
+        let full = [
+            component("a", events: 0, max: 10), component("b", events: 10, max: 10),
+            component("c", events: 10, max: 10),
+        ]
         #expect(MetricsReport.findBottleneck(full, previous: [:], consumers: consumers) == "c")
-        let onlyB = [component("a", events: 0, max: 10), component("b", events: 10, max: 10), component("c", events: 1, max: 10)]
+        let onlyB = [
+            component("a", events: 0, max: 10), component("b", events: 10, max: 10), component("c", events: 1, max: 10),
+        ]
         #expect(MetricsReport.findBottleneck(onlyB, previous: [:], consumers: consumers) == "b")
-        let none = [component("a", events: 0, max: 10), component("b", events: 1, max: 10), component("c", events: 1, max: 10)]
+        let none = [
+            component("a", events: 0, max: 10), component("b", events: 1, max: 10), component("c", events: 1, max: 10),
+        ]
         #expect(MetricsReport.findBottleneck(none, previous: [:], consumers: consumers) == nil)
     }
 }

@@ -14,7 +14,9 @@ final class WebSocketPeer: @unchecked Sendable {
 
     /// Starts the peer in `mode` with extra `arguments`, waiting (bounded) until it says which port it listens on.
     init(_ mode: String, _ arguments: [String] = [], record: String? = nil) throws {
-        recordPath = record ?? FileManager.default.temporaryDirectory.appendingPathComponent("ws-peer-\(UUID().uuidString).jsonl").path
+        recordPath =
+            record
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("ws-peer-\(UUID().uuidString).jsonl").path
         let script = SluiceProcess.repository.appendingPathComponent("Tests/SluiceEndToEndTests/Peers/ws_peer.py")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [script.path, mode, "--record", recordPath] + arguments
