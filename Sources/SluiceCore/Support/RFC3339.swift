@@ -2,8 +2,37 @@
 public enum RFC3339 {
     /// `2026-11-30T12:00:00.123Z` for `millis` since the Unix epoch, always in UTC with milliseconds.
     public static func format(epochMillis millis: Int64) -> String {
-        let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
-        let milli = Int(millis - seconds * 1000)
+        var formatter = Formatter()
+        return formatter.format(epochMillis: millis)
+    }
+
+    /// Formats many timestamps in a row: the date and time up to the second is computed once per second, so a
+    /// stream of readings pays only for its milliseconds.
+    public struct Formatter: Sendable {
+        private var cachedSecond: Int64?
+        private var prefix: [UInt8] = []
+
+        public init() {}
+
+        /// The same text as ``RFC3339/format(epochMillis:)``.
+        public mutating func format(epochMillis millis: Int64) -> String {
+            let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
+            if seconds != cachedSecond {
+                cachedSecond = seconds
+                prefix = Array(RFC3339.secondsText(seconds).utf8)
+            }
+            let milli = Int(millis - seconds * 1000)
+            var bytes = prefix
+            bytes.append(UInt8(ascii: "0") + UInt8(milli / 100))
+            bytes.append(UInt8(ascii: "0") + UInt8(milli / 10 % 10))
+            bytes.append(UInt8(ascii: "0") + UInt8(milli % 10))
+            bytes.append(UInt8(ascii: "Z"))
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// `2026-11-30T12:00:00.` for `seconds` since the Unix epoch.
+    private static func secondsText(_ seconds: Int64) -> String {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = Int(seconds - days * 86_400)
         let (year, month, day) = civil(fromDays: days)
@@ -12,7 +41,7 @@ public enum RFC3339 {
             return String(repeating: "0", count: max(0, width - text.count)) + text
         }
         return "\(pad(Int(year), 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(milli, 3))Z"
+            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))."
     }
 
     /// Epoch milliseconds for an RFC 3339 timestamp (`2026-11-30T12:00:00Z`, `...00.5+01:00`); `nil` if invalid.

@@ -26,6 +26,7 @@ struct Fleet {
     private let center: (lat: Double, lon: Double)
     private let radius: Double
     private let anomalies: SimulatorSourceConfig.Anomalies
+    private var timestamps = RFC3339.Formatter()
 
     init(_ config: SimulatorSourceConfig, seed: UInt64) {
         var random = SeededRandom(seed: seed)
@@ -82,7 +83,7 @@ struct Fleet {
         var fields: [JSONObject.Field] = [
             .init(key: "device", value: .string(device.name)),
             .init(key: "seq", value: .int(device.seq)),
-            .init(key: "ts", value: .string(RFC3339.format(epochMillis: timestampMillis))),
+            .init(key: "ts", value: .string(timestamps.format(epochMillis: timestampMillis))),
             .init(key: "lat", value: .double(reported.lat.rounded(to: 6))),
             .init(key: "lon", value: .double(reported.lon.rounded(to: 6))),
             .init(key: "speed_mps", value: .double(device.speed.rounded(to: 1))),

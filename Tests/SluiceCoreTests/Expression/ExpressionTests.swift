@@ -182,6 +182,14 @@ struct ExpressionTests {
         }
     }
 
+    @Test func aReusedTimestampFormatterMatchesFreshFormatting() {
+        var formatter = RFC3339.Formatter()
+        for millis in stride(from: Int64(1_796_039_998_000), to: 1_796_040_003_500, by: 7) {
+            #expect(formatter.format(epochMillis: millis) == RFC3339.format(epochMillis: millis))
+        }
+        #expect(formatter.format(epochMillis: -1) == "1969-12-31T23:59:59.999Z")
+    }
+
     @Test func rfc3339RoundTrips() {
         #expect(RFC3339.format(epochMillis: 1_796_040_000_123) == "2026-11-30T12:00:00.123Z")
         #expect(RFC3339.format(epochMillis: 0) == "1970-01-01T00:00:00.000Z")
