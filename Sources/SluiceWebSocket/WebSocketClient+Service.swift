@@ -10,7 +10,7 @@ extension WebSocketClient {
     // MARK: - Run loop
 
     func run() {
-        let resources = ClientResources()
+        let resources = LWSResources()
         self.resources = resources
         resources.protocols[0].name = UnsafePointer(resources.protocolName)
         resources.protocols[0].callback = clientCallback
@@ -37,7 +37,7 @@ extension WebSocketClient {
 
         guard let context = lws_create_context(&info) else {
             continuation.yield(.gaveUp("libwebsockets could not create a context"))
-            finishRun(resources)
+            finishRun()
             return
         }
         shared.withLock { $0.context = ContextHandle(pointer: context) }
@@ -49,13 +49,13 @@ extension WebSocketClient {
         }
         shared.withLock { $0.context = nil }
         lws_context_destroy(context)
-        finishRun(resources)
+        finishRun()
     }
 
-    private func finishRun(_ resources: ClientResources) {
+    /// Runs after the context is gone (or was never made): frees the C memory and ends `events`.
+    private func finishRun() {
         updateStatistics { $0.state = .stopped }
-        self.resources = nil
-        _ = resources
+        resources = nil
         continuation.finish()
     }
 

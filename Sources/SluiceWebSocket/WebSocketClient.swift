@@ -129,7 +129,7 @@ public final class WebSocketClient: @unchecked Sendable {
     var receivedSinceConnect = false
     var disconnectedAtMillis: Int64?
     var random = SystemRandomNumberGenerator()
-    var resources: ClientResources?
+    var resources: LWSResources?
 
     /// Creates a client; nothing happens until ``start()``. `log` receives one line per state change.
     public init(options: WebSocketClientOptions, log: @escaping @Sendable (String) -> Void) {
@@ -180,8 +180,9 @@ public final class WebSocketClient: @unchecked Sendable {
     }
 }
 
-/// The C memory a client's context points into, allocated on start and freed after the context is destroyed.
-final class ClientResources {
+/// The C memory an lws context (client or server) points into: allocated when its service thread starts, freed
+/// only after `lws_context_destroy`, when the last reference goes.
+final class LWSResources {
     let protocols: UnsafeMutablePointer<lws_protocols>
     let protocolName: UnsafeMutablePointer<CChar>
     let timer: UnsafeMutablePointer<sluice_lws_timer>

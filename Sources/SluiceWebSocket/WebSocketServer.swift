@@ -146,7 +146,7 @@ public final class WebSocketServer: @unchecked Sendable {
     // MARK: - Run loop
 
     private func run() {
-        let resources = ClientResources()
+        let resources = LWSResources()
         resources.protocols[0].name = UnsafePointer(resources.protocolName)
         resources.protocols[0].callback = serverCallback
         var info = lws_context_creation_info()
@@ -187,7 +187,8 @@ public final class WebSocketServer: @unchecked Sendable {
             shared.withLock { $0.context = nil }
             lws_context_destroy(context)
         }
-        _ = resources
+        // The context pointed into this memory until it was destroyed just above; only now may it be freed.
+        withExtendedLifetime(resources) {}
         continuation.finish()
     }
 

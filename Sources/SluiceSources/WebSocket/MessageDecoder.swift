@@ -53,4 +53,10 @@ struct MessageDecoder {
         context.metrics.recordDiscarded(discards)
         await context.output.send(batch)
     }
+
+    /// Counts a message that went over the size limit: received, and discarded under `oversize`.
+    func countOversize(in context: SourceContext) {
+        context.metrics.recordReceived(1)
+        context.metrics.recordDiscarded(1, cause: .oversize)
+    }
 }

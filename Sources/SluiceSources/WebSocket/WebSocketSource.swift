@@ -35,8 +35,7 @@ struct WebSocketSource: Source {
                 await decoder.deliver(messages, to: context)
                 client.acknowledge(messages.count)
             case .oversize:
-                context.metrics.recordReceived(1)
-                context.metrics.recordDiscarded(1, cause: .oversize)
+                decoder.countOversize(in: context)
             case .reconnected(let start, let end):
                 guard config.emitGapEvents else { continue }
                 let gap: JSONValue = [

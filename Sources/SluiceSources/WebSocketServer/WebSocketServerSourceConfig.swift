@@ -53,8 +53,7 @@ struct WebSocketServerSource: Source {
                 await decoder.deliver(messages, to: context)
                 server.acknowledge(messages.count)
             case .oversize:
-                context.metrics.recordReceived(1)
-                context.metrics.recordDiscarded(1, cause: .oversize)
+                decoder.countOversize(in: context)
             }
         }
     }
