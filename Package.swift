@@ -55,6 +55,13 @@ let package = Package(
     ]
 )
 
+// The fuzz targets (one executable driving libFuzzer) exist only when `scripts/fuzz` builds them with
+// `-sanitize=fuzzer`, so that a plain build never needs the fuzzer runtime.
+if Context.environment["SLUICE_FUZZ"] != nil {
+    package.targets.append(
+        .executableTarget(name: "SluiceFuzz", dependencies: ["SluiceCLI", "SluiceCore"], path: "Tests/Fuzz/SluiceFuzz"))
+}
+
 // Strict settings in one place: Swift 6 mode (complete concurrency checking) comes from the tools
 // version; these upcoming features keep existentials, imports and visibility explicit everywhere.
 for target in package.targets where target.type != .system {
