@@ -366,6 +366,6 @@ public struct JSONReader {
         guard index < end else { return "end of input" }
         let byte = base[index]
         if byte >= 0x21, byte < 0x7F { return "'\(Character(Unicode.Scalar(byte)))'" }
-        return "byte 0x\(String(byte, radix: 16, uppercase: true))"
+        return "byte 0x\(byte < 0x10 ? "0" : "")\(String(byte, radix: 16, uppercase: true))"
     }
 }

@@ -5,7 +5,8 @@
 /// Splits a byte stream arriving in chunks into lines, without copying lines that lie inside one chunk.
 ///
 /// A line longer than `maxLineBytes` is reported once as oversize and skipped up to its newline, never split
-/// into two lines. The last line needs no newline.
+/// into two lines. The last line needs no newline. A UTF-8 byte-order mark at the very start of the stream is
+/// skipped, as Windows tools write one; anywhere else it is content.
 public struct LineSplitter {
     /// One line, or the fact that an oversize line was skipped.
     public enum Piece {
@@ -41,13 +42,13 @@ public struct LineSplitter {
                     body(.oversize(number: lineNumber))
                 } else {
                     carry.append(contentsOf: piece)
-                    carry.withUnsafeBufferPointer { body(.line($0, number: lineNumber)) }
+                    carry.withUnsafeBufferPointer { body(line($0)) }
                 }
                 carry.removeAll(keepingCapacity: carry.capacity <= 1 << 20)
             } else if piece.count > maxLineBytes {
                 body(.oversize(number: lineNumber))
             } else {
-                body(.line(piece, number: lineNumber))
+                body(line(piece))
             }
             start = newline + 1
         }
@@ -73,7 +74,15 @@ public struct LineSplitter {
         }
         guard !carry.isEmpty else { return }
         lineNumber += 1
-        carry.withUnsafeBufferPointer { body(.line($0, number: lineNumber)) }
+        carry.withUnsafeBufferPointer { body(line($0)) }
         carry.removeAll()
+    }
+
+    /// The piece for a complete line, without the stream's byte-order mark on the first one.
+    private func line(_ bytes: UnsafeBufferPointer<UInt8>) -> Piece {
+        if lineNumber == 1, bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF {
+            return .line(UnsafeBufferPointer(rebasing: bytes[3...]), number: 1)
+        }
+        return .line(bytes, number: lineNumber)
     }
 }

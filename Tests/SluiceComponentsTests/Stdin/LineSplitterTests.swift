@@ -39,4 +39,11 @@ struct LineSplitterTests {
     @Test func aLineOfExactlyTheLimitIsKept() {
         #expect(split(["12345\n", "123", "45\n"], max: 5) == ["1:12345", "2:12345"])
     }
+
+    @Test func aByteOrderMarkIsSkippedOnlyAtTheStartOfTheStream() {
+        let bom = "\u{FEFF}"
+        #expect(split([bom + "a\n" + bom + "b\n"]) == ["1:a", "2:" + bom + "b"])
+        // In a read of its own, on a first line without a newline.
+        #expect(split([bom, "a"]) == ["1:a"])
+    }
 }

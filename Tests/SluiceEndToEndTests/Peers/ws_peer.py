@@ -11,6 +11,9 @@ Modes:
   silent  a raw socket server that completes the handshake and then never answers anything (not even pings).
   blast   a raw socket server that sends --messages pre-encoded text frames of about --size bytes in one go (the
           fastest feeder, for measuring the client), then waits.
+  frames  a raw socket server that sends the messages listed in --frames (JSON lines: "hex" payload, "opcode" 1 for
+          text or 2 for binary, "fragments" to split it into) as raw frames on the first connection, and
+          {"reconnected": n} on the n-th connection after it; for hostile content no library would send.
   client  connect to --url, send --messages messages (with --send), or read messages, sleeping --delay seconds
           after each, until the server closes; records each message's "seq" and the close code.
 """
@@ -20,7 +23,8 @@ import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, thre
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 parser = argparse.ArgumentParser()
-parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "client"])
+parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "frames", "client"])
+parser.add_argument("--frames", default=None)
 parser.add_argument("--url", default=None)
 parser.add_argument("--delay", type=float, default=0)
 parser.add_argument("--send", action="store_true")
@@ -47,6 +51,27 @@ def record(entry):
 
 def announce(port):
     print(f"PORT {port}", flush=True)
+
+
+def frame(opcode, payload, final=True):
+    """One unmasked server-to-client frame."""
+    first = (0x80 if final else 0) | opcode
+    if len(payload) < 126:
+        header = bytes([first, len(payload)])
+    elif len(payload) < 65536:
+        header = bytes([first, 126]) + len(payload).to_bytes(2, "big")
+    else:
+        header = bytes([first, 127]) + len(payload).to_bytes(8, "big")
+    return header + payload
+
+
+def message_frames(opcode, payload, fragments):
+    """A message as `fragments` frames: the first carries the opcode, the rest are continuations."""
+    if fragments <= 1:
+        return frame(opcode, payload)
+    step = max(1, -(-len(payload) // fragments))
+    pieces = [payload[i:i + step] for i in range(0, len(payload), step)] or [b""]
+    return b"".join(frame(opcode if i == 0 else 0, piece, i == len(pieces) - 1) for i, piece in enumerate(pieces))
 
 
 def silent_server():
@@ -78,11 +103,19 @@ def silent_server():
             frames = bytearray()
             for n in range(args.messages):
                 body = json.dumps({"n": n, "pad": "x" * max(0, args.size - 20)}).encode()
-                header = bytes([0x81, len(body)]) if len(body) < 126 else bytes([0x81, 126]) + len(body).to_bytes(2, "big")
-                frames += header + body
+                frames += frame(1, body)
             start = time.time()
             conn.sendall(frames)
             record({"event": "sent", "messages": args.messages, "secs": time.time() - start})
+        elif args.mode == "frames":
+            if not connections:
+                with open(args.frames) as listing:
+                    for line in listing:
+                        spec = json.loads(line)
+                        conn.sendall(message_frames(spec["opcode"], bytes.fromhex(spec["hex"]), spec.get("fragments", 1)))
+            else:
+                conn.sendall(frame(1, json.dumps({"reconnected": len(connections)}).encode()))
+            record({"event": "sent"})
         connections.append(conn)  # kept open, never read or answered
 
 
@@ -157,7 +190,7 @@ async def client():
 
 if args.mode == "client":
     asyncio.run(asyncio.wait_for(client(), args.lifetime + 5))
-elif args.mode in ("silent", "blast"):
+elif args.mode in ("silent", "blast", "frames"):
     silent_server()
 else:
     asyncio.run(main())
