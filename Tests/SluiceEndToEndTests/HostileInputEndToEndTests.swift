@@ -104,18 +104,19 @@ struct HostileInputEndToEndTests {
         return (input, expected)
     }
 
-    @Test func theStdinCorpusIsDeliveredOrCountedCaseByCase() throws {
-        let cases = HostileCase.jsonContent + HostileCase.lineContent
-        let (input, expected) = Self.stream(cases)
+    /// Runs stdin (with `decoding`) -> stdout on `input`; returns the process after exit, its stdout and the
+    /// pipeline (to read the metrics from; the caller removes it).
+    func runStdin(decoding: String, input: [UInt8]) throws -> (
+        child: SluiceProcess, output: String, pipeline: TemporaryPipeline
+    ) {
         let pipeline = try TemporaryPipeline(
             """
             sources:
-              in: {type: stdin}
+              in: {type: stdin, decoding: \(decoding)}
             sinks:
               out: {type: stdout, inputs: [in]}
             metrics: {interval_secs: 0, to: "$METRICS", format: json}
             """)
-        defer { pipeline.remove() }
         let child = SluiceProcess(["run", pipeline.path])
         try child.start()
         let data = Data(input)
@@ -125,6 +126,14 @@ struct HostileInputEndToEndTests {
         }
         let output = String(decoding: child.readAllOutput(), as: UTF8.self)
         #expect(child.waitForExit() == 0)
+        return (child, output, pipeline)
+    }
+
+    @Test func theStdinCorpusIsDeliveredOrCountedCaseByCase() throws {
+        let cases = HostileCase.jsonContent + HostileCase.lineContent
+        let (input, expected) = Self.stream(cases)
+        let (child, output, pipeline) = try runStdin(decoding: "json", input: input)
+        defer { pipeline.remove() }
         let lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines.last == "", "the output ends with a whole line")
         let delivered = Array(lines.dropLast())
@@ -159,32 +168,15 @@ struct HostileInputEndToEndTests {
             HostileCase(
                 "a line of 50 MB", Array(repeating: UInt8(ascii: "x"), count: 50 << 20), .discarded("oversize")),
         ]
-        var (input, expected) = Self.stream(cases)
+        let (input, rawExpected) = Self.stream(cases)
         // Every line is text here, so the good lines come out as messages too.
-        expected = expected.map { line in
+        let expected = rawExpected.map { line in
             line.hasPrefix("{\"good\"") || line.hasPrefix("{\"last\"")
                 ? JSONWriter.string(.object(JSONObject(uniqueFields: [.init(key: "message", value: .string(line))])))
                 : line
         }
-        let pipeline = try TemporaryPipeline(
-            """
-            sources:
-              in: {type: stdin, decoding: text}
-            sinks:
-              out: {type: stdout, inputs: [in]}
-            metrics: {interval_secs: 0, to: "$METRICS", format: json}
-            """)
+        let (_, output, pipeline) = try runStdin(decoding: "text", input: input)
         defer { pipeline.remove() }
-        let child = SluiceProcess(["run", pipeline.path])
-        try child.start()
-        let data = Data(input)
-        input = []
-        child.feed { index in
-            let start = index << 20
-            return start < data.count ? data[start..<min(data.count, start + (1 << 20))] : nil
-        }
-        let output = String(decoding: child.readAllOutput(), as: UTF8.self)
-        #expect(child.waitForExit() == 0)
         #expect(output.split(separator: "\n").map(String.init) == expected)
         let source = try #require(try pipeline.finalComponent("in"))
         #expect(source.int("discarded_events_total", "oversize") == 1)
