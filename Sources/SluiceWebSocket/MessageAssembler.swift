@@ -8,7 +8,7 @@ struct MessageAssembler {
         case incomplete
         /// A whole message.
         case message(WebSocketMessage)
-        /// The message just went over the limit (its size so far); the rest of it will be skipped.
+        /// The message is over the limit (its size as far as known); the rest of it will be skipped.
         case oversize(Int)
     }
 
@@ -31,11 +31,13 @@ struct MessageAssembler {
             discarding = false
         }
         if discarding { return .incomplete }
-        if partial.count + bytes.count > maxMessageBytes {
+        // The frame header announces the rest of this frame: a message that will not fit is refused now, not after
+        // buffering up to the limit (a peer announcing 2 GiB and trickling it costs nothing).
+        let announced = partial.count + bytes.count + Int(lws_remaining_packet_payload(wsi))
+        if announced > maxMessageBytes {
             discarding = true
-            let size = partial.count + bytes.count
             partial.removeAll()
-            return .oversize(size)
+            return .oversize(announced)
         }
         let binary = lws_frame_is_binary(wsi) != 0
         // Fast path: a message in one callback is copied once, straight from lws' buffer.

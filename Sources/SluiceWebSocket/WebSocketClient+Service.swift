@@ -22,7 +22,8 @@ extension WebSocketClient {
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
         if let caFile = options.caFile { info.client_ssl_ca_filepath = UnsafePointer(resources.string(caFile)) }
-        info.connect_timeout_secs = 10
+        info.connect_timeout_secs = UInt32(clamping: options.handshakeTimeoutSecs)
+        info.timeout_secs = UInt32(clamping: options.handshakeTimeoutSecs)
 
         // lws pings after this much silence and hangs up after the idle timeout; our own backoff paces reconnects.
         let hangup = UInt16(clamping: max(1, options.idleTimeoutSecs))
@@ -33,7 +34,8 @@ extension WebSocketClient {
             options.pingIntervalSecs > 0 ? UInt16(clamping: options.pingIntervalSecs) : hangup &+ 1
         resources.policy.pointee.secs_since_valid_hangup = hangup
         resources.policy.pointee.jitter_percent = 0
-        resources.timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        resources.reconnectTimer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        resources.handshakeTimer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
 
         guard let context = lws_create_context(&info) else {
             continuation.yield(.gaveUp("libwebsockets could not create a context"))
@@ -108,13 +110,44 @@ extension WebSocketClient {
             }
             info.ssl_connection = Int32(flags)
         }
-        if lws_client_connect_via_info(&info) == nil {
-            scheduleRetry(context, reason: "cannot start a connection to \(options.url)")
+        handshakeTimedOut = false
+        connecting = true
+        guard let attempt = lws_client_connect_via_info(&info) else {
+            attemptFailed(context, reason: "cannot start a connection to \(options.url)")
+            return
         }
+        // lws' own timeouts do not cover a server that accepts and never answers the upgrade request; our timer
+        // does, for the whole of TCP connect, TLS and HTTP handshake.
+        connectingWsi = attempt
+        lws_sul_schedule(
+            context, 0, sul(resources.handshakeTimer), handshakeTimerFired,
+            lws_usec_t(options.handshakeTimeoutSecs) * 1_000_000)
+    }
+
+    /// Gives up on a connection attempt that has not completed its handshake; lws then reports a connection error.
+    func handshakeTimeout() {
+        guard let attempt = connectingWsi else { return }
+        handshakeTimedOut = true
+        lws_set_timeout(attempt, PENDING_TIMEOUT_AWAITING_SERVER_RESPONSE, LWS_TO_KILL_ASYNC)
+    }
+
+    /// Ends the handshake watch: the attempt succeeded or failed.
+    private func endHandshakeWatch() {
+        connectingWsi = nil
+        if let resources { lws_sul_cancel(sul(resources.handshakeTimer)) }
+    }
+
+    /// Retries after a connection attempt failed, once per attempt: lws may report one failure more than once
+    /// (a connection error, then the close of the half-made connection).
+    private func attemptFailed(_ context: OpaquePointer, reason: String) {
+        guard connecting else { return }
+        connecting = false
+        scheduleRetry(context, reason: reason)
     }
 
     /// Waits out the backoff, then connects again; gives up after `maxAttempts` retries.
     func scheduleRetry(_ context: OpaquePointer, reason: String) {
+        endHandshakeWatch()
         wsi = nil
         paused = false
         if shared.withLock({ $0.stopRequested }) {
@@ -140,10 +173,8 @@ extension WebSocketClient {
         let delay = policy.delayMs(attempt: attempts, unit: Double.random(in: 0..<1, using: &random))
         updateStatistics { $0.state = .backingOff }
         report("\(reason); reconnecting with backoff")
-        guard let timer = resources?.timer else { return }
-        lws_sul_schedule(
-            context, 0, UnsafeMutableRawPointer(timer).assumingMemoryBound(to: lws_sorted_usec_list_t.self),
-            reconnectTimerFired, lws_usec_t(delay) * 1000)
+        guard let resources else { return }
+        lws_sul_schedule(context, 0, sul(resources.reconnectTimer), reconnectTimerFired, lws_usec_t(delay) * 1000)
     }
 
     /// Ends the run loop; lws_service only returns when woken, even when the flag is set inside a callback.
@@ -185,6 +216,8 @@ extension WebSocketClient {
         case LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP:
             httpStatus = lws_http_client_http_response(wsi)
         case LWS_CALLBACK_CLIENT_ESTABLISHED:
+            connecting = false
+            endHandshakeWatch()
             self.wsi = wsi
             connectedAtNanos = monotonicNanos()
             receivedSinceConnect = false
@@ -229,7 +262,13 @@ extension WebSocketClient {
             } else if detail.contains("Unable to connect") || detail.contains("connect failed") {
                 detail = "connection refused or unreachable (\(detail))"
             }
-            scheduleRetry(context, reason: "\(options.url): \(detail)")
+            attemptFailed(context, reason: "\(options.url): \(detail)")
+        case LWS_CALLBACK_CLOSED_CLIENT_HTTP:
+            // The attempt ended before the upgrade: our handshake timer killed it, or the server hung up.
+            let detail =
+                handshakeTimedOut
+                ? "no handshake within \(options.handshakeTimeoutSecs) s" : "the server hung up during the handshake"
+            attemptFailed(context, reason: "\(options.url): \(detail)")
         case LWS_CALLBACK_CLIENT_CLOSED:
             updateStatistics { $0.disconnectsTotal += 1 }
             let reason =
@@ -250,12 +289,13 @@ extension WebSocketClient {
     }
 
     private func receive(_ wsi: OpaquePointer?, _ input: UnsafeMutableRawPointer?, _ length: Int) {
-        receivedSinceConnect = true
         updateStatistics { $0.receivedBytesTotal += length }
         switch assembler.receive(wsi, input, length) {
         case .incomplete:
             break
         case .message(let message):
+            // Only a whole message makes the connection healthy; bytes of a frame that never ends do not.
+            receivedSinceConnect = true
             pending.append(message)
         case .oversize(let size):
             continuation.yield(.oversize(bytes: size))
@@ -301,6 +341,16 @@ private func reconnectTimerFired(_ sul: UnsafeMutablePointer<lws_sorted_usec_lis
     let client = Unmanaged<WebSocketClient>.fromOpaque(owner).takeUnretainedValue()
     guard let context = client.shared.withLock({ $0.context?.pointer }) else { return }
     client.connect(context)
+}
+
+private func handshakeTimerFired(_ sul: UnsafeMutablePointer<lws_sorted_usec_list_t>?) {
+    guard let sul, let owner = sluice_lws_timer_owner(sul) else { return }
+    Unmanaged<WebSocketClient>.fromOpaque(owner).takeUnretainedValue().handshakeTimeout()
+}
+
+/// The lws timer list entry at the start of one of our timers.
+private func sul(_ timer: UnsafeMutablePointer<sluice_lws_timer>) -> UnsafeMutablePointer<lws_sorted_usec_list_t> {
+    UnsafeMutableRawPointer(timer).assumingMemoryBound(to: lws_sorted_usec_list_t.self)
 }
 
 func monotonicNanos() -> UInt64 {

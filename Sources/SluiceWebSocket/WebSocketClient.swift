@@ -19,6 +19,8 @@ public struct WebSocketClientOptions: Sendable {
     public var pingIntervalSecs = 20
     /// Seconds with nothing valid received (data or pong) before hanging up and reconnecting.
     public var idleTimeoutSecs = 60
+    /// Seconds a connection may take to connect and complete its handshake (and lws' other round trips).
+    public var handshakeTimeoutSecs = 10
     /// How reconnects are paced.
     public var reconnect = ReconnectPolicy()
     /// A PEM file of certificate authorities to trust for wss://, beside the system's.
@@ -60,7 +62,7 @@ public enum WebSocketConnectionState: String, Sendable {
 public enum WebSocketClientEvent: Sendable {
     /// The complete messages from one pass of the service loop.
     case messages([WebSocketMessage])
-    /// A message over the size limit was discarded (its size so far, in bytes).
+    /// A message over the size limit was discarded (its size as far as known, in bytes).
     case oversize(bytes: Int)
     /// The connection came back after a gap that began and ended at these wall-clock milliseconds.
     case reconnected(gapStartMillis: Int64, gapEndMillis: Int64)
@@ -115,6 +117,11 @@ public final class WebSocketClient: @unchecked Sendable {
     // MARK: Service thread only
 
     var wsi: OpaquePointer?
+    /// The connection being made, until its handshake completes or fails.
+    var connectingWsi: OpaquePointer?
+    /// True from the start of a connection attempt until it is established or has failed.
+    var connecting = false
+    var handshakeTimedOut = false
     var pending: [WebSocketMessage] = []
     var assembler: MessageAssembler
     var closeCode: Int32?
@@ -185,7 +192,10 @@ public final class WebSocketClient: @unchecked Sendable {
 final class LWSResources {
     let protocols: UnsafeMutablePointer<lws_protocols>
     let protocolName: UnsafeMutablePointer<CChar>
-    let timer: UnsafeMutablePointer<sluice_lws_timer>
+    /// Fires when the reconnect backoff is over.
+    let reconnectTimer: UnsafeMutablePointer<sluice_lws_timer>
+    /// Fires when a connection attempt has not completed its handshake in time.
+    let handshakeTimer: UnsafeMutablePointer<sluice_lws_timer>
     let policy: UnsafeMutablePointer<lws_retry_bo_t>
     let retryTable: UnsafeMutablePointer<UInt32>
     var strings: [UnsafeMutablePointer<CChar>] = []
@@ -194,8 +204,10 @@ final class LWSResources {
         protocols = .allocate(capacity: 2)
         protocols.initialize(repeating: lws_protocols(), count: 2)
         protocolName = strdup("sluice")!
-        timer = .allocate(capacity: 1)
-        timer.initialize(to: sluice_lws_timer())
+        reconnectTimer = .allocate(capacity: 1)
+        reconnectTimer.initialize(to: sluice_lws_timer())
+        handshakeTimer = .allocate(capacity: 1)
+        handshakeTimer.initialize(to: sluice_lws_timer())
         policy = .allocate(capacity: 1)
         policy.initialize(to: lws_retry_bo_t())
         retryTable = .allocate(capacity: 1)
@@ -213,8 +225,10 @@ final class LWSResources {
         protocols.deinitialize(count: 2)
         protocols.deallocate()
         free(protocolName)
-        timer.deinitialize(count: 1)
-        timer.deallocate()
+        for timer in [reconnectTimer, handshakeTimer] {
+            timer.deinitialize(count: 1)
+            timer.deallocate()
+        }
         policy.deinitialize(count: 1)
         policy.deallocate()
         retryTable.deinitialize(count: 1)

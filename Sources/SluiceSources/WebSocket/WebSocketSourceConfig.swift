@@ -39,6 +39,9 @@ public struct WebSocketSourceConfig: SourceConfig {
         if let split = options.value("split_arrays")?.bool() { splitArrays = split }
         if let ping = options.value("ping_interval_secs")?.int(in: 0...3600) { client.pingIntervalSecs = ping }
         if let idle = options.value("idle_timeout_secs")?.int(in: 1...3600) { client.idleTimeoutSecs = idle }
+        if let handshake = options.value("handshake_timeout_secs")?.int(in: 1...3600) {
+            client.handshakeTimeoutSecs = handshake
+        }
         if let reconnect = options.value("reconnect")?.mapping() {
             if let value = reconnect.value("initial_delay_ms")?.int(in: 1...3_600_000) {
                 client.reconnect.initialDelayMs = value

@@ -14,6 +14,14 @@ Modes:
   frames  a raw socket server that sends the messages listed in --frames (JSON lines: "hex" payload, "opcode" 1 for
           text or 2 for binary, "fragments" to split it into) as raw frames on the first connection, and
           {"reconnected": n} on the n-th connection after it; for hostile content no library would send.
+  hostile a raw socket server that misbehaves on every connection as --behaviour says:
+            invalid-frames  a good message {"conn": n}, then one protocol violation (reserved opcode, RSV bit,
+                            masked frame, oversized ping, stray continuation, fragmented ping, close code 999),
+                            recording whether the client hung up or tolerated it (then the peer hangs up);
+            close-storm     close (1000) right after the handshake and hang up;
+            huge-frame      a frame header announcing 2 GiB, 64 KiB of it, then nothing;
+            no-handshake    read the request and never answer it.
+          Each connection is recorded with its time.
   client  connect to --url, send --messages messages (with --send), or read messages, sleeping --delay seconds
           after each, until the server closes; records each message's "seq" and the close code.
 """
@@ -23,8 +31,9 @@ import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, thre
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 parser = argparse.ArgumentParser()
-parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "frames", "client"])
+parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "frames", "hostile", "client"])
 parser.add_argument("--frames", default=None)
+parser.add_argument("--behaviour", choices=["invalid-frames", "close-storm", "huge-frame", "no-handshake"])
 parser.add_argument("--url", default=None)
 parser.add_argument("--delay", type=float, default=0)
 parser.add_argument("--send", action="store_true")
@@ -74,7 +83,39 @@ def message_frames(opcode, payload, fragments):
     return b"".join(frame(opcode if i == 0 else 0, piece, i == len(pieces) - 1) for i, piece in enumerate(pieces))
 
 
-def silent_server():
+VIOLATIONS = [
+    bytes([0x83, 0x00]),                                    # reserved opcode 3
+    bytes([0xC1, 0x01, 0x61]),                              # RSV1 without an extension
+    bytes([0x81, 0x81, 1, 2, 3, 4, 0x61 ^ 1]),              # a masked frame from the server
+    bytes([0x89, 0x7E, 0x00, 0x7E]) + b"p" * 126,           # a ping longer than 125 bytes
+    bytes([0x80, 0x01, 0x61]),                              # a continuation with nothing to continue
+    bytes([0x09, 0x00]),                                    # a fragmented ping
+    bytes([0x88, 0x02, 0x03, 0xE7]),                        # close code 999
+]
+
+
+def hostile(conn, index):
+    """Misbehaves on connection `index` as --behaviour says; returns False to hang up at once."""
+    if args.behaviour == "invalid-frames":
+        conn.sendall(frame(1, json.dumps({"conn": index}).encode()) + VIOLATIONS[index % len(VIOLATIONS)])
+        # A strict client hangs up; one that tolerates the violation is hung up on after a second.
+        conn.settimeout(1)
+        try:
+            while conn.recv(4096):
+                pass
+            record({"event": "client closed", "violation": index % len(VIOLATIONS)})
+        except socket.timeout:
+            record({"event": "tolerated", "violation": index % len(VIOLATIONS)})
+        return False
+    elif args.behaviour == "close-storm":
+        conn.sendall(frame(8, (1000).to_bytes(2, "big")))
+        return False
+    elif args.behaviour == "huge-frame":
+        conn.sendall(bytes([0x82, 127]) + (2 << 30).to_bytes(8, "big") + b"z" * 65536)
+    return True
+
+
+def raw_server():
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", args.port))
@@ -88,35 +129,51 @@ def silent_server():
             conn, _ = listener.accept()
         except socket.timeout:
             break
-        request = b""
-        while b"\r\n\r\n" not in request:
-            chunk = conn.recv(4096)
-            if not chunk:
-                break
-            request += chunk
-        key = [l.split(b":", 1)[1].strip() for l in request.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key")]
-        accept = base64.b64encode(hashlib.sha1(key[0] + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
-        conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                     b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+        try:
+            keep = serve_raw(conn, len(connections))
+        except OSError:  # the client hung up first: that is its right
+            keep = False
+        connections.append(conn if keep else None)  # kept open, never read or answered
+        if not keep:
+            conn.close()
+
+
+def serve_raw(conn, index):
+    """Handshakes (unless told not to) and acts out the mode on one raw connection; False to hang up."""
+    request = b""
+    while b"\r\n\r\n" not in request:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return False
+        request += chunk
+    if args.mode == "hostile" and args.behaviour == "no-handshake":
         record({"event": "connected", "at": time.time()})
-        if args.mode == "blast":
-            frames = bytearray()
-            for n in range(args.messages):
-                body = json.dumps({"n": n, "pad": "x" * max(0, args.size - 20)}).encode()
-                frames += frame(1, body)
-            start = time.time()
-            conn.sendall(frames)
-            record({"event": "sent", "messages": args.messages, "secs": time.time() - start})
-        elif args.mode == "frames":
-            if not connections:
-                with open(args.frames) as listing:
-                    for line in listing:
-                        spec = json.loads(line)
-                        conn.sendall(message_frames(spec["opcode"], bytes.fromhex(spec["hex"]), spec.get("fragments", 1)))
-            else:
-                conn.sendall(frame(1, json.dumps({"reconnected": len(connections)}).encode()))
-            record({"event": "sent"})
-        connections.append(conn)  # kept open, never read or answered
+        return True
+    key = [l.split(b":", 1)[1].strip() for l in request.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key")]
+    accept = base64.b64encode(hashlib.sha1(key[0] + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    record({"event": "connected", "at": time.time()})
+    if args.mode == "blast":
+        frames = bytearray()
+        for n in range(args.messages):
+            body = json.dumps({"n": n, "pad": "x" * max(0, args.size - 20)}).encode()
+            frames += frame(1, body)
+        start = time.time()
+        conn.sendall(frames)
+        record({"event": "sent", "messages": args.messages, "secs": time.time() - start})
+    elif args.mode == "hostile":
+        return hostile(conn, index)
+    elif args.mode == "frames":
+        if index == 0:
+            with open(args.frames) as listing:
+                for line in listing:
+                    spec = json.loads(line)
+                    conn.sendall(message_frames(spec["opcode"], bytes.fromhex(spec["hex"]), spec.get("fragments", 1)))
+        else:
+            conn.sendall(frame(1, json.dumps({"reconnected": index}).encode()))
+        record({"event": "sent"})
+    return True
 
 
 async def main():
@@ -190,7 +247,7 @@ async def client():
 
 if args.mode == "client":
     asyncio.run(asyncio.wait_for(client(), args.lifetime + 5))
-elif args.mode in ("silent", "blast", "frames"):
-    silent_server()
+elif args.mode in ("silent", "blast", "frames", "hostile"):
+    raw_server()
 else:
     asyncio.run(main())

@@ -111,6 +111,17 @@ final class SluiceProcess: @unchecked Sendable {
         return true
     }
 
+    /// CPU seconds (user + system) the process has used so far, from /proc; nil once it is gone.
+    var cpuSeconds: Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+            let afterName = stat.lastIndex(of: ")")
+        else { return nil }
+        // Fields after the name start at field 3 (state); utime and stime are fields 14 and 15, in clock ticks.
+        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Everything written to stderr so far.
     var errorText: String { String(decoding: collectedErrors.withLock { $0 }, as: UTF8.self) }
 
