@@ -26,9 +26,11 @@ let package = Package(
         // MARK: - Core, components, command line
 
         .target(name: "SluiceCore", dependencies: ["SluiceYAML"]),
-        .target(name: "SluiceSources", dependencies: ["SluiceCore", "SluiceWebSocket"]),
+        // The `websocket_server` options shared by the sink and the source, and their mapping onto the wrapper.
+        .target(name: "SluiceWebSocketListener", dependencies: ["SluiceCore", "SluiceWebSocket"]),
+        .target(name: "SluiceSources", dependencies: ["SluiceCore", "SluiceWebSocket", "SluiceWebSocketListener"]),
         .target(name: "SluiceTransforms", dependencies: ["SluiceCore", "SluiceYAML"]),
-        .target(name: "SluiceSinks", dependencies: ["SluiceCore", "SluiceWebSocket"]),
+        .target(name: "SluiceSinks", dependencies: ["SluiceCore", "SluiceWebSocket", "SluiceWebSocketListener"]),
         .target(
             name: "SluiceCLI",
             dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks"]

@@ -22,6 +22,12 @@ public struct WebSocketServerOptions: Sendable {
     public var maxMessageBytes = 16 << 20
     /// Received messages not yet acknowledged at which the server stops reading from clients.
     public var highWaterMessages = 4096
+    /// Clients connected at once; further handshakes are refused.
+    public var maxClients = 1000
+    /// Data frames a client may send in one second before it is closed with 1008.
+    public var maxClientFramesPerSec = 10_000
+    /// Seconds a client has to send its upgrade request and complete the handshake.
+    public var handshakeTimeoutSecs = 10
 
     public init() {}
 }
@@ -36,6 +42,14 @@ public struct WebSocketServerStatistics: Sendable, Equatable {
     public var slowClientDroppedTotal = 0
     /// Bytes received from clients.
     public var receivedBytesTotal = 0
+    /// Handshakes refused because `maxClients` were connected.
+    public var refusedTooManyTotal = 0
+    /// Handshakes refused because they asked for another path.
+    public var refusedWrongPathTotal = 0
+    /// Clients closed (1008) for sending more than `maxClientFramesPerSec`.
+    public var droppedTooManyFramesTotal = 0
+    /// Clients closed (1009) for sending a message over `maxMessageBytes`.
+    public var droppedOversizeTotal = 0
 }
 
 /// What a server reports to its consumer (messages clients sent).
@@ -76,11 +90,27 @@ public final class WebSocketServer: @unchecked Sendable {
         var queue: [[UInt8]] = []
         var head = 0
         var assembler: MessageAssembler
-        var closeTooLarge = false
+        /// Set when the client broke a limit: it is closed with this at its next writeable callback, and nothing
+        /// more it sends is taken.
+        var closing: (status: lws_close_status, reason: String)?
+        /// The one-second window frames are counted in.
+        var windowStartNanos = monotonicNanos()
+        var framesInWindow = 0
 
         init(maxMessageBytes: Int) { assembler = MessageAssembler(maxMessageBytes: maxMessageBytes) }
 
         var queued: Int { queue.count - head }
+
+        /// Counts a completed frame; true while the client stays within `limit` frames per second.
+        func countFrame(limit: Int) -> Bool {
+            let now = monotonicNanos()
+            if now &- windowStartNanos >= 1_000_000_000 {
+                windowStartNanos = now
+                framesInWindow = 0
+            }
+            framesInWindow += 1
+            return framesInWindow <= limit
+        }
     }
 
     // MARK: Service thread only
@@ -89,6 +119,8 @@ public final class WebSocketServer: @unchecked Sendable {
     var pending: [WebSocketMessage] = []
     var paused = false
     var exitRequested = false
+    /// Limits already reported on stderr: each is said once, then only counted.
+    var reportedLimits: Set<String> = []
 
     public init(options: WebSocketServerOptions, log: @escaping @Sendable (String) -> Void) {
         self.options = options
@@ -155,6 +187,9 @@ public final class WebSocketServer: @unchecked Sendable {
         info.protocols = UnsafePointer(resources.protocols)
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.options = UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+        // A client that connects and never finishes its upgrade request is closed after this long.
+        info.timeout_secs = UInt32(clamping: options.handshakeTimeoutSecs)
+        info.timeout_secs_ah_idle = UInt32(clamping: options.handshakeTimeoutSecs)
         if let cert = options.certFile, let key = options.keyFile {
             info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
             info.ssl_cert_filepath = UnsafePointer(resources.string(cert))
@@ -212,13 +247,22 @@ public final class WebSocketServer: @unchecked Sendable {
         let key = UInt(bitPattern: wsi.map { Int(bitPattern: UnsafeRawPointer($0)) } ?? 0)
         switch reason {
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-            guard let path = options.path else { break }
-            var buffer = [CChar](repeating: 0, count: 1024)
-            let count = lws_hdr_copy(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_GET_URI)
-            let uri =
-                count > 0
-                ? String(decoding: buffer.prefix(Int(count)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
-            if uri != path { return 1 }
+            if let path = options.path {
+                var buffer = [CChar](repeating: 0, count: 1024)
+                let count = lws_hdr_copy(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_GET_URI)
+                let uri =
+                    count > 0
+                    ? String(decoding: buffer.prefix(Int(count)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+                if uri != path {
+                    shared.withLock { $0.statistics.refusedWrongPathTotal += 1 }
+                    return 1
+                }
+            }
+            if sessions.count >= options.maxClients {
+                shared.withLock { $0.statistics.refusedTooManyTotal += 1 }
+                reportOnce("max_clients", "\(options.maxClients) clients are connected (max_clients); refusing more")
+                return 1
+            }
         case LWS_CALLBACK_ESTABLISHED:
             sessions[key] = Session(maxMessageBytes: options.maxMessageBytes)
             shared.withLock { state in
@@ -229,20 +273,30 @@ public final class WebSocketServer: @unchecked Sendable {
         case LWS_CALLBACK_CLOSED:
             if sessions.removeValue(forKey: key) != nil { shared.withLock { $0.statistics.clients -= 1 } }
         case LWS_CALLBACK_RECEIVE:
-            guard let session = sessions[key] else { break }
+            guard let session = sessions[key], session.closing == nil else { break }
             shared.withLock { $0.statistics.receivedBytesTotal += length }
+            if lws_remaining_packet_payload(wsi) == 0, !session.countFrame(limit: options.maxClientFramesPerSec) {
+                shared.withLock { $0.statistics.droppedTooManyFramesTotal += 1 }
+                reportOnce(
+                    "frames",
+                    "a client sent more than \(options.maxClientFramesPerSec) frames in a second; closing it (1008)")
+                close(session, wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, "too many frames")
+                break
+            }
             switch session.assembler.receive(wsi, input, length) {
             case .incomplete: break
             case .message(let message): pending.append(message)
             case .oversize(let size):
                 continuation.yield(.oversize(bytes: size))
-                session.closeTooLarge = true
-                lws_callback_on_writable(wsi)
+                shared.withLock { $0.statistics.droppedOversizeTotal += 1 }
+                close(session, wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large")
             }
         case LWS_CALLBACK_SERVER_WRITEABLE:
             guard let session = sessions[key] else { break }
-            if session.closeTooLarge {
-                closeWith(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large")
+            if let closing = session.closing {
+                // lws sends the close frame; a client still sending usually sees a reset instead (1006), as
+                // the kernel resets a connection closed with data unread.
+                closeWith(wsi, closing.status, closing.reason)
                 return -1
             }
             while session.queued > 0, lws_send_pipe_choked(wsi) == 0 {
@@ -285,7 +339,9 @@ public final class WebSocketServer: @unchecked Sendable {
             }
             if !stillPaused, paused {
                 paused = false
-                for key in sessions.keys { lws_rx_flow_control(OpaquePointer(bitPattern: key), 1) }
+                for (key, session) in sessions where session.closing == nil {
+                    lws_rx_flow_control(OpaquePointer(bitPattern: key), 1)
+                }
             }
         default:
             break
@@ -297,6 +353,20 @@ public final class WebSocketServer: @unchecked Sendable {
             lws_cancel_service(context)
         }
         return lws_callback_http_dummy(wsi, reason, nil, input, length)
+    }
+
+    /// Closes a client that broke a limit: what it sends from now on is thrown away, and the connection is closed
+    /// when it is next writeable.
+    private func close(_ session: Session, _ wsi: OpaquePointer?, _ status: lws_close_status, _ reason: String) {
+        session.closing = (status, reason)
+        lws_callback_on_writable(wsi)
+        // A client that does not read would never take the close: cut it off after two seconds.
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, 2)
+    }
+
+    /// Logs a broken limit the first time only; the metrics count every time.
+    private func reportOnce(_ limit: String, _ message: String) {
+        if reportedLimits.insert(limit).inserted { log(message) }
     }
 
     /// Adds `messages` to every client's queue; a client over its limit loses its oldest messages.

@@ -280,18 +280,6 @@ struct WebSocketEndToEndTests {
         #expect(try pipeline.finalComponent("out")?.int("buffer", "high_water_events") ?? .max <= 1000)
     }
 
-    /// Starts `pipeline` and returns the child once it has said which port its server listens on.
-    func startServing(_ pipeline: TemporaryPipeline) throws -> (SluiceProcess, Int) {
-        let child = SluiceProcess(["run", pipeline.path])
-        try child.start()
-        child.feed { _ in nil }
-        #expect(child.waitForErrorText("listening on ws://127.0.0.1:"))
-        let text = child.errorText
-        let tail = try #require(text.components(separatedBy: "listening on ws://127.0.0.1:").last)
-        let port = try #require(Int(tail.prefix { $0.isNumber }))
-        return (child, port)
-    }
-
     @Test func theServerSinkServesTwoClientsAndOnlyTheSlowOneLoses() throws {
         let pipeline = try TemporaryPipeline(
             """
@@ -302,7 +290,7 @@ struct WebSocketEndToEndTests {
             metrics: {interval_secs: 0, to: "$METRICS", format: json}
             """)
         defer { pipeline.remove() }
-        let (child, port) = try startServing(pipeline)
+        let (child, port) = try SluiceProcess.serving(pipeline)
         let url = "ws://127.0.0.1:\(port)/fleet"
         let fast = try WebSocketPeer("client", ["--url", url])
         // The slow client takes 20 messages a second through a 4 KiB window: its queue overflows within a second.
@@ -342,7 +330,7 @@ struct WebSocketEndToEndTests {
             metrics: {interval_secs: 0, to: "$METRICS", format: json}
             """)
         defer { pipeline.remove() }
-        let (child, port) = try startServing(pipeline)
+        let (child, port) = try SluiceProcess.serving(pipeline)
         let sender = try WebSocketPeer("client", ["--url", "ws://127.0.0.1:\(port)/", "--send", "--messages", "1000"])
         defer { sender.stop() }
         let lines = readLines(child, 1000)
@@ -372,12 +360,7 @@ struct WebSocketEndToEndTests {
             metrics: {interval_secs: 0, to: "$METRICS", format: json}
             """)
         defer { server.remove() }
-        let serving = SluiceProcess(["run", server.path])
-        try serving.start()
-        serving.feed { _ in nil }
-        #expect(serving.waitForErrorText("listening on wss://127.0.0.1:"))
-        let tail = try #require(serving.errorText.components(separatedBy: "listening on wss://127.0.0.1:").last)
-        let port = try #require(Int(tail.prefix { $0.isNumber }))
+        let (serving, port) = try SluiceProcess.serving(server, scheme: "wss")
         let client = try TemporaryPipeline(
             Self.pipeline(url: "wss://localhost:\(port)/", extra: "tls: {ca_file: \"\(path("ca.pem"))\"}"))
         defer { client.remove() }

@@ -1,5 +1,6 @@
 public import SluiceCore
 internal import SluiceWebSocket
+public import SluiceWebSocketListener
 
 /// Options of the `websocket_server` sink.
 public struct WebSocketServerSinkConfig: SinkConfig {
@@ -29,11 +30,9 @@ struct WebSocketServerSink: Sink {
         log.info("websocket_server '\(id)': listening on \(listener.url(port: port))")
         context.metrics.provideDetails {
             let statistics = server.statistics
-            return [
-                "clients": .int(Int64(statistics.clients)),
-                "clients_total": .int(Int64(statistics.clientsTotal)),
-                "client_discarded_events_total": ["slow_client": .int(Int64(statistics.slowClientDroppedTotal))],
-            ]
+            var details = WebSocketListenerConfig.clientMetrics(statistics)
+            details["client_discarded_events_total"] = ["slow_client": .int(Int64(statistics.slowClientDroppedTotal))]
+            return details
         }
         while let batch = await input.next() {
             var messages: [[UInt8]] = []
@@ -48,26 +47,5 @@ struct WebSocketServerSink: Sink {
         }
         server.stop()
         for await _ in server.events {}
-    }
-}
-
-extension WebSocketListenerConfig {
-    /// The wrapper's options for this listener.
-    var serverOptions: WebSocketServerOptions {
-        var options = WebSocketServerOptions()
-        options.host = host
-        options.port = port
-        options.path = path
-        options.certFile = certFile
-        options.keyFile = keyFile
-        options.maxClientBufferMessages = maxClientBufferEvents
-        options.maxMessageBytes = maxMessageBytes
-        return options
-    }
-
-    /// The URL clients connect to.
-    func url(port: Int) -> String {
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        return "\(certFile == nil ? "ws" : "wss")://\(shownHost):\(port)\(path ?? "/")"
     }
 }

@@ -1,5 +1,6 @@
 public import SluiceCore
 internal import SluiceWebSocket
+public import SluiceWebSocketListener
 
 /// Options of the `websocket_server` source.
 public struct WebSocketServerSourceConfig: SourceConfig {
@@ -27,23 +28,16 @@ struct WebSocketServerSource: Source {
     func run(_ context: SourceContext) async throws {
         let id = context.id
         let log = context.log
-        var options = WebSocketServerOptions()
-        options.host = config.listener.host
-        options.port = config.listener.port
-        options.path = config.listener.path
-        options.certFile = config.listener.certFile
-        options.keyFile = config.listener.keyFile
-        options.maxMessageBytes = config.listener.maxMessageBytes
-        let server = WebSocketServer(options: options) { log.info("websocket_server '\(id)': \($0)") }
+        let server = WebSocketServer(options: config.listener.serverOptions) {
+            log.info("websocket_server '\(id)': \($0)")
+        }
         let port = try await server.start()
-        let scheme = options.certFile == nil ? "ws" : "wss"
-        log.info("websocket_server '\(id)': listening on \(scheme)://\(options.host):\(port)\(options.path ?? "/")")
+        log.info("websocket_server '\(id)': listening on \(config.listener.url(port: port))")
         context.metrics.provideDetails {
             let statistics = server.statistics
-            return [
-                "clients": .int(Int64(statistics.clients)), "clients_total": .int(Int64(statistics.clientsTotal)),
-                "received_bytes_total": .int(Int64(statistics.receivedBytesTotal)),
-            ]
+            var details = WebSocketListenerConfig.clientMetrics(statistics)
+            details["received_bytes_total"] = .int(Int64(statistics.receivedBytesTotal))
+            return details
         }
         context.stop.onStop { server.stop() }
         var decoder = MessageDecoder(decoding: config.decoding, splitArrays: false, sourceID: id, log: log)

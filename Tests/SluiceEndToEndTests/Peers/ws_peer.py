@@ -24,6 +24,11 @@ Modes:
           Each connection is recorded with its time.
   client  connect to --url, send --messages messages (with --send), or read messages, sleeping --delay seconds
           after each, until the server closes; records each message's "seq" and the close code.
+  limits  probe a server at --url that allows --clients clients: fill it, try one more (records the HTTP status),
+          flood with --messages messages from one client (records its close code), and hold a raw connection
+          that never sends its upgrade request (records how long until the server hangs up); then "done".
+  churn   against a server at --url: --clients clients that each connect, read a message and leave, 10 at a time,
+          while --slow clients connect (raw, 4 KiB receive buffer) and never read; records "done" with counts.
 """
 import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, threading, time
 
@@ -31,7 +36,9 @@ import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, thre
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 parser = argparse.ArgumentParser()
-parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "frames", "hostile", "client"])
+parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "frames", "hostile", "client", "limits", "churn"])
+parser.add_argument("--clients", type=int, default=3)
+parser.add_argument("--slow", type=int, default=0)
 parser.add_argument("--frames", default=None)
 parser.add_argument("--behaviour", choices=["invalid-frames", "close-storm", "huge-frame", "no-handshake"])
 parser.add_argument("--url", default=None)
@@ -245,8 +252,92 @@ async def client():
         record({"event": "summary", "seqs": seqs, "code": ws.close_code})
 
 
+def raw_upgrade(url, receive_buffer=None):
+    """A client socket that completes the WebSocket handshake by hand and then reads nothing more."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    sock = socket.socket()
+    if receive_buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.connect((host, int(port)))
+    key = base64.b64encode(b"sluice-test-key!").decode()
+    sock.sendall(f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    response = b""
+    while b"\r\n\r\n" not in response:
+        chunk = sock.recv(1)
+        if not chunk:
+            raise ConnectionError("closed during the handshake")
+        response += chunk
+    return sock
+
+
+async def limits():
+    import websockets
+    announce(0)
+    options = dict(compression=None, ping_interval=None, open_timeout=5)
+    held = [await websockets.connect(args.url, **options) for _ in range(args.clients)]
+    try:
+        extra = await websockets.connect(args.url, **options)
+        record({"event": "extra", "status": 101})
+        await extra.close()
+    except websockets.InvalidStatusCode as error:
+        record({"event": "extra", "status": error.status_code})
+    except (websockets.InvalidHandshake, OSError) as error:
+        record({"event": "extra", "status": 0, "error": str(error)})
+    flood = held[0]
+    sent = 0
+    try:
+        for n in range(args.messages):
+            await flood.send(json.dumps({"n": n}))
+            sent += 1
+        await asyncio.wait_for(flood.wait_closed(), 10)
+    except (websockets.ConnectionClosed, asyncio.TimeoutError):
+        pass
+    record({"event": "flood", "code": flood.close_code, "sent": sent})
+    host, port = args.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    idle = socket.create_connection((host, int(port)))
+    idle.settimeout(30)
+    started = time.time()
+    try:
+        idle.recv(1)
+    except OSError:
+        pass
+    record({"event": "idle", "secs": time.time() - started})
+    for ws in held[1:]:
+        await ws.close()
+    record({"event": "done"})
+
+
+async def churn():
+    import websockets
+    announce(0)
+    slow = [raw_upgrade(args.url, 4096) for _ in range(args.slow)]
+    counts = {"visits": 0, "messages": 0, "failures": 0}
+
+    async def visitor(visits):
+        for _ in range(visits):
+            try:
+                # max_queue=None: the client keeps reading during its close handshake (with a bounded queue it stops
+                # reading, and the server's close frame would wait behind the data it still has queued for us).
+                async with websockets.connect(args.url, compression=None, ping_interval=None, open_timeout=5,
+                                              max_queue=None) as ws:
+                    await asyncio.wait_for(ws.recv(), 5)
+                    counts["messages"] += 1
+                counts["visits"] += 1
+            except (websockets.WebSocketException, OSError, asyncio.TimeoutError):
+                counts["failures"] += 1
+
+    await asyncio.gather(*(visitor(args.clients // 10) for _ in range(10)))
+    record({"event": "done", **counts, "slow": len(slow)})
+    await asyncio.sleep(args.lifetime)
+
+
 if args.mode == "client":
     asyncio.run(asyncio.wait_for(client(), args.lifetime + 5))
+elif args.mode == "limits":
+    asyncio.run(asyncio.wait_for(limits(), args.lifetime))
+elif args.mode == "churn":
+    asyncio.run(churn())
 elif args.mode in ("silent", "blast", "frames", "hostile"):
     raw_server()
 else:

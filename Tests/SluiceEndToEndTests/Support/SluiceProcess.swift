@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SluiceCore
 import Synchronization
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -124,6 +125,18 @@ final class SluiceProcess: @unchecked Sendable {
 
     /// Everything written to stderr so far.
     var errorText: String { String(decoding: collectedErrors.withLock { $0 }, as: UTF8.self) }
+
+    /// Starts `pipeline` and returns the child once it has said which port its server listens on.
+    static func serving(_ pipeline: TemporaryPipeline, scheme: String = "ws") throws -> (SluiceProcess, Int) {
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed { _ in nil }
+        let announcement = "listening on \(scheme)://127.0.0.1:"
+        #expect(child.waitForErrorText(announcement))
+        let tail = try #require(child.errorText.components(separatedBy: announcement).last)
+        let port = try #require(Int(tail.prefix { $0.isNumber }))
+        return (child, port)
+    }
 
     /// Runs to completion with `stdin` as input; returns the exit status, stdout and stderr.
     static func run(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws

@@ -1,4 +1,8 @@
-/// The listener options shared by the `websocket_server` sink and source: `listen`, `path`, `tls`, and limits.
+public import SluiceCore
+public import SluiceWebSocket
+
+/// The listener options shared by the `websocket_server` sink and source: `listen`, `path`, `tls`, and the limits
+/// on what a remote client controls.
 public struct WebSocketListenerConfig: Sendable, Equatable {
     /// The address to bind: 127.0.0.1 unless another is written explicitly.
     public var host = "127.0.0.1"
@@ -13,6 +17,12 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
     public var maxClientBufferEvents = 1000
     /// The largest message accepted from a client.
     public var maxMessageBytes = 16 << 20
+    /// Clients connected at once; more are refused at the handshake.
+    public var maxClients = 1000
+    /// Data frames a client may send per second before it is disconnected.
+    public var maxClientFramesPerSec = 10_000
+    /// Seconds a client has to complete its handshake.
+    public var handshakeTimeoutSecs = 10
 
     /// Reads the listener options from a component's mapping.
     public init(reading options: ConfigMapping) {
@@ -36,6 +46,11 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
             maxClientBufferEvents = limit
         }
         if let limit = options.value("max_message_bytes")?.int(in: 1...(1 << 30)) { maxMessageBytes = limit }
+        if let limit = options.value("max_clients")?.int(in: 1...100_000) { maxClients = limit }
+        if let limit = options.value("max_client_frames_per_sec")?.int(in: 1...10_000_000) {
+            maxClientFramesPerSec = limit
+        }
+        if let limit = options.value("handshake_timeout_secs")?.int(in: 1...3600) { handshakeTimeoutSecs = limit }
         if host == "0.0.0.0" || host == "::" || host == "*", certFile == nil {
             options.log.warning(
                 "\(options.name) listens on all interfaces without TLS", at: options.value("listen")?.mark,
@@ -54,5 +69,45 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return host.isEmpty ? nil : (host, port)
+    }
+}
+
+extension WebSocketListenerConfig {
+    /// The wrapper's options for this listener.
+    public var serverOptions: WebSocketServerOptions {
+        var options = WebSocketServerOptions()
+        options.host = host
+        options.port = port
+        options.path = path
+        options.certFile = certFile
+        options.keyFile = keyFile
+        options.maxClientBufferMessages = maxClientBufferEvents
+        options.maxMessageBytes = maxMessageBytes
+        options.maxClients = maxClients
+        options.maxClientFramesPerSec = maxClientFramesPerSec
+        options.handshakeTimeoutSecs = handshakeTimeoutSecs
+        return options
+    }
+
+    /// The URL clients connect to.
+    public func url(port: Int) -> String {
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        return "\(certFile == nil ? "ws" : "wss")://\(shownHost):\(port)\(path ?? "/")"
+    }
+
+    /// The metrics every server component reports: clients now and ever, and those refused or dropped, by cause.
+    public static func clientMetrics(_ statistics: WebSocketServerStatistics) -> JSONObject {
+        [
+            "clients": .int(Int64(statistics.clients)),
+            "clients_total": .int(Int64(statistics.clientsTotal)),
+            "clients_refused_total": [
+                "too_many_clients": .int(Int64(statistics.refusedTooManyTotal)),
+                "wrong_path": .int(Int64(statistics.refusedWrongPathTotal)),
+            ],
+            "clients_dropped_total": [
+                "too_many_frames": .int(Int64(statistics.droppedTooManyFramesTotal)),
+                "oversize": .int(Int64(statistics.droppedOversizeTotal)),
+            ],
+        ]
     }
 }
