@@ -153,6 +153,62 @@ struct StdinPipelineEndToEndTests {
         #expect(try pipeline.finalComponent("in")?.balances == true)
     }
 
+    /// A seeded moment (in bytes of output read), a signal and a policy.
+    struct Interruption: Sendable, CustomTestStringConvertible {
+        let seed: UInt64
+        let signal: Int32
+        let policy: String
+        var testDescription: String { "seed \(seed), \(signal == SIGINT ? "SIGINT" : "SIGTERM"), \(policy)" }
+
+        /// Output bytes to read before signalling: anywhere in the first 30 MB of about 90 MB (splitmix64).
+        var moment: Int {
+            var z = seed &* 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int((z ^ (z >> 31)) % 30_000_000)
+        }
+    }
+
+    @Test(arguments: [
+        Interruption(seed: 1, signal: SIGTERM, policy: "block"),
+        Interruption(seed: 2, signal: SIGINT, policy: "block"),
+        Interruption(seed: 3, signal: SIGTERM, policy: "drop_oldest"),
+        Interruption(seed: 4, signal: SIGINT, policy: "drop_newest"),
+    ])
+    func aSignalAtAnyMomentOfAMillionEventRunEndsBalancedOnAWholeLine(_ interruption: Interruption) throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              in: {type: stdin}
+            transforms:
+              cool: {type: filter, inputs: [in], condition: .temp < 35}
+              fahrenheit: {type: map, inputs: [cool], set: {temp_f: .temp * 9 / 5 + 32}}
+            sinks:
+              out:
+                type: stdout
+                inputs: [fahrenheit]
+                buffer: {max_events: 1000, when_full: \(interruption.policy)}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed(sensorChunks(count: 1_000_000))
+        var output = Data()
+        while output.count < interruption.moment, let chunk = child.readChunk() { output.append(chunk) }
+        kill(child.process.processIdentifier, interruption.signal)
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit(seconds: 60) == 0)
+        #expect(output.last == UInt8(ascii: "\n"), "stdout ends with a whole line")
+        let lines = output.split(separator: UInt8(ascii: "\n"))
+        #expect(try JSONReader.parse(Array(lines.last ?? Data())).int("seq") != nil, "the last line is a whole event")
+        let sink = try #require(try pipeline.finalComponent("out"))
+        #expect(sink.int("sent_events_total") == lines.count)
+        for id in ["in", "cool", "fahrenheit", "out"] {
+            #expect(try pipeline.finalComponent(id)?.balances == true, "\(id) balances")
+        }
+    }
+
     @Test func sighupDoesNotEndTheRun() throws {
         let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
         defer { pipeline.remove() }
