@@ -28,16 +28,26 @@ public enum OutputError: Error, Sendable, Equatable, CustomStringConvertible {
 public final class OutputWriter: Sendable {
     /// The descriptor written to.
     public let fileDescriptor: Int32
+    /// What error messages call it: a path, or standard output.
+    private let name: String
     private let ownsDescriptor: Bool
+    /// For a regular file: a chunk that fails partway is cut off again, so the file ends on a whole line.
+    private let rewindsFailedChunks: Bool
     private let queue: DispatchQueue
     /// Set by the first failure; every later write fails the same way without touching the descriptor.
     private let failure = Mutex<OutputError?>(nil)
 
     /// Creates a writer for `fileDescriptor`; when `ownsDescriptor` is true, ``close()`` closes it.
-    public init(fileDescriptor: Int32, label: String, ownsDescriptor: Bool = false) {
+    public convenience init(fileDescriptor: Int32, label: String, ownsDescriptor: Bool = false) {
+        self.init(fileDescriptor: fileDescriptor, name: label, ownsDescriptor: ownsDescriptor, rewinds: false)
+    }
+
+    private init(fileDescriptor: Int32, name: String, ownsDescriptor: Bool, rewinds: Bool) {
         self.fileDescriptor = fileDescriptor
+        self.name = name
         self.ownsDescriptor = ownsDescriptor
-        self.queue = DispatchQueue(label: "sluice.output.\(label)")
+        self.rewindsFailedChunks = rewinds
+        self.queue = DispatchQueue(label: "sluice.output.\(name)")
     }
 
     /// Opens `path` for writing, creating it if needed, and appending or truncating.
@@ -45,7 +55,7 @@ public final class OutputWriter: Sendable {
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
         let descriptor = Glibc.open(path, flags, 0o644)
         guard descriptor >= 0 else { throw .failed("cannot open '\(path)': \(String(cString: strerror(errno)))") }
-        return OutputWriter(fileDescriptor: descriptor, label: path, ownsDescriptor: true)
+        return OutputWriter(fileDescriptor: descriptor, name: "'\(path)'", ownsDescriptor: true, rewinds: true)
     }
 
     /// Writes all of `bytes`, suspending until they are written.
@@ -62,9 +72,11 @@ public final class OutputWriter: Sendable {
         queue.sync { _ = Glibc.close(fileDescriptor) }
     }
 
-    /// Runs on the queue: loops over partial writes and `EINTR`.
+    /// Runs on the queue: loops over partial writes and `EINTR`. A chunk is whole lines; when a file write fails
+    /// partway (a full disk), the part written is cut off again, so no event is ever left half written.
     private func writeNow(_ bytes: [UInt8]) -> OutputError? {
         if let failed = failure.withLock({ $0 }) { return failed }
+        let chunkStart = rewindsFailedChunks ? lseek(fileDescriptor, 0, SEEK_CUR) : -1
         var error: OutputError?
         bytes.withUnsafeBytes { buffer in
             var offset = 0
@@ -74,8 +86,16 @@ public final class OutputWriter: Sendable {
                     offset += written
                 } else if errno == EINTR {
                     continue
+                } else if errno == EPIPE {
+                    error = .closedByReader
+                    return
                 } else {
-                    error = errno == EPIPE ? .closedByReader : .failed(String(cString: strerror(errno)))
+                    var message = "cannot write \(name): \(String(cString: strerror(errno)))"
+                    if offset > 0, chunkStart >= 0, ftruncate(fileDescriptor, chunkStart) == 0 {
+                        _ = lseek(fileDescriptor, chunkStart, SEEK_SET)
+                        message += " (the part of the last chunk that was written has been cut off again)"
+                    }
+                    error = .failed(message)
                     return
                 }
             }
