@@ -214,6 +214,7 @@ public struct ConfigNode {
                     notes: ["write ${NAME} or ${NAME:-default}, or $${ for a literal '${'"])
                 failed = true
             } else if let value = environment[String(variable)] {
+                log.noteEnvironmentValue(value)
                 result += value
             } else if let fallback {
                 result += fallback

@@ -46,21 +46,55 @@ public struct Diagnostic: Sendable, Equatable {
 
 /// Collects diagnostics while a pipeline file is read, so that every problem is reported, not just the first.
 public final class DiagnosticLog {
-    /// Everything recorded so far, in the order found.
-    public private(set) var diagnostics: [Diagnostic] = []
+    private var recorded: [Diagnostic] = []
+    /// Values that `${...}` put into the file. They may be secrets: whatever message would repeat one shows a
+    /// placeholder instead (messages about such values also avoid quoting them in the first place).
+    private var environmentValues: Set<String> = []
+
+    /// Everything recorded so far, in the order found, with values from the environment blanked out.
+    public var diagnostics: [Diagnostic] {
+        guard !environmentValues.isEmpty else { return recorded }
+        // Longest first, so that a value containing another is blanked whole.
+        let secrets = environmentValues.sorted { $0.count > $1.count }
+        func redact(_ text: String) -> String {
+            secrets.reduce(text) { $0.replacingAll($1, with: "[value from the environment]") }
+        }
+        return recorded.map { Diagnostic($0.severity, redact($0.message), at: $0.mark, notes: $0.notes.map(redact)) }
+    }
 
     public init() {}
 
+    /// Remembers a value substituted from the environment, so that no message repeats it. Values shorter than
+    /// four characters are not blanked: they would garble messages and hide little.
+    func noteEnvironmentValue(_ value: String) {
+        if value.count >= 4 { environmentValues.insert(value) }
+    }
+
     /// True when at least one error was recorded.
-    public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    public var hasErrors: Bool { recorded.contains { $0.severity == .error } }
 
     /// Records an error.
     public func error(_ message: String, at mark: YAMLMark?, notes: [String] = []) {
-        diagnostics.append(Diagnostic(.error, message, at: mark, notes: notes))
+        recorded.append(Diagnostic(.error, message, at: mark, notes: notes))
     }
 
     /// Records a warning.
     public func warning(_ message: String, at mark: YAMLMark?, notes: [String] = []) {
-        diagnostics.append(Diagnostic(.warning, message, at: mark, notes: notes))
+        recorded.append(Diagnostic(.warning, message, at: mark, notes: notes))
+    }
+}
+
+extension String {
+    /// This text with every occurrence of `target` replaced (without Foundation).
+    fileprivate func replacingAll(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var result = ""
+        var rest = self[...]
+        while let range = rest.firstRange(of: target) {
+            result += rest[..<range.lowerBound]
+            result += replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
     }
 }

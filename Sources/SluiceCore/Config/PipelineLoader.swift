@@ -124,8 +124,8 @@ private final class Reader {
         }
         guard let blueprint = catalog.configure(kind, typeName: typeName, options: options) else {
             log.error(
-                "unknown \(kind.rawValue) type '\(typeName)'", at: typeNode.mark,
-                notes: [Suggestion.expectedOneOf(typeNames, given: typeName)])
+                "unknown \(kind.rawValue) type \(typeNode.shown(typeName))", at: typeNode.mark,
+                notes: [Suggestion.expectedOneOf(typeNames, given: typeNode.isFromEnvironment ? nil : typeName)])
             return nil
         }
         options.finish()

@@ -250,6 +250,22 @@ struct PipelineLoaderTests {
         #expect(!rendered.contains("s3cr3t-policy"))
     }
 
+    /// Found by `scripts/fuzz config`: a `${...}` inside an unknown type name was repeated in the error, and so
+    /// would any message quoting a value built from one. Every message now blanks such values out.
+    @Test func valuesFromTheEnvironmentAreBlankedOutOfEveryMessage() {
+        let text = """
+            sources:
+              feed: {type: 'websock${SECRET}"}'}
+              in: {type: counter, count: 3, extra: "x-${SECRET}"}
+            sinks:
+              out: {type: collect, inputs: [in, "in-${SECRET}"]}
+            """
+        let rendered = render(text, environment: ["SECRET": "fuzz-env-secret-7f3a"])
+        #expect(rendered.contains("error: unknown source type a value from the environment"))
+        #expect(rendered.contains("[value from the environment]"), "a message quoting a composed value: \(rendered)")
+        #expect(!rendered.contains("fuzz-env-secret-7f3a"))
+    }
+
     @Test func jsonPipelineFilesAreAccepted() throws {
         let text =
             #"{"sources": {"in": {"type": "counter", "count": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"], "buffer": "unbounded"}}}"#
