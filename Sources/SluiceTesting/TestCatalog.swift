@@ -1,4 +1,5 @@
 public import SluiceCore
+internal import SluiceSync
 internal import Synchronization
 
 /// Component doubles for tests of the core: a counting source, a list source, a pass-through transform and a
@@ -121,11 +122,11 @@ public enum CollectedEvents {
     private static let store = Mutex<[String: [Event]]>([:])
 
     static func append(_ events: [Event], to name: String) {
-        store.withLock { $0[name, default: []] += events }
+        store.locked { $0[name, default: []] += events }
     }
 
     /// Removes and returns everything collected under `name`.
     public static func take(_ name: String) -> [Event] {
-        store.withLock { $0.removeValue(forKey: name) ?? [] }
+        store.locked { $0.removeValue(forKey: name) ?? [] }
     }
 }

@@ -1,4 +1,5 @@
 internal import CLibWebSockets
+internal import SluiceSync
 internal import Synchronization
 
 /// Routes libwebsockets' own log lines (errors and warnings only) into Sluice's logging: TLS failures are only
@@ -8,7 +9,7 @@ enum LWSLog {
     private static let state = Mutex<(sink: (@Sendable (String) -> Void)?, last: String?)>((nil, nil))
 
     static func install(_ log: @escaping @Sendable (String) -> Void) {
-        let first = state.withLock { state -> Bool in
+        let first = state.locked { state -> Bool in
             defer { state.sink = log }
             return state.sink == nil
         }
@@ -16,7 +17,7 @@ enum LWSLog {
     }
 
     fileprivate static func forward(_ line: String) {
-        let sink = state.withLock { state -> (@Sendable (String) -> Void)? in
+        let sink = state.locked { state -> (@Sendable (String) -> Void)? in
             guard line != state.last else { return nil }
             state.last = line
             return state.sink

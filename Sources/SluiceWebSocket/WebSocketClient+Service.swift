@@ -1,4 +1,5 @@
 internal import CLibWebSockets
+internal import SluiceSync
 internal import Synchronization
 
 #if canImport(Glibc)
@@ -42,14 +43,14 @@ extension WebSocketClient {
             finishRun()
             return
         }
-        shared.withLock { $0.context = ContextHandle(pointer: context) }
-        if shared.withLock({ $0.stopRequested }) { exitRequested = true }
+        shared.locked { $0.context = ContextHandle(pointer: context) }
+        if shared.locked({ $0.stopRequested }) { exitRequested = true }
         connect(context)
         while !exitRequested {
             lws_service(context, 0)
             deliverPending()
         }
-        shared.withLock { $0.context = nil }
+        shared.locked { $0.context = nil }
         lws_context_destroy(context)
         finishRun()
     }
@@ -66,7 +67,7 @@ extension WebSocketClient {
         guard !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll(keepingCapacity: true)
-        let behind = shared.withLock { $0.gate.delivered(batch.count) }
+        let behind = shared.locked { $0.gate.delivered(batch.count) }
         continuation.yield(.messages(batch))
         if behind, !paused, let wsi {
             lws_rx_flow_control(wsi, 0)
@@ -77,7 +78,7 @@ extension WebSocketClient {
     // MARK: - Connecting
 
     func connect(_ context: OpaquePointer) {
-        guard let resources, !shared.withLock({ $0.stopRequested }) else {
+        guard let resources, !shared.locked({ $0.stopRequested }) else {
             requestExit(context)
             return
         }
@@ -150,7 +151,7 @@ extension WebSocketClient {
         endHandshakeWatch()
         wsi = nil
         paused = false
-        if shared.withLock({ $0.stopRequested }) {
+        if shared.locked({ $0.stopRequested }) {
             requestExit(context)
             return
         }
@@ -235,7 +236,7 @@ extension WebSocketClient {
             outbox = options.subscribeMessages
             if !outbox.isEmpty { lws_callback_on_writable(wsi) }
             // Still behind from the last connection: do not read until the consumer catches up.
-            if shared.withLock({ $0.gate.paused }), let wsi {
+            if shared.locked({ $0.gate.paused }), let wsi {
                 lws_rx_flow_control(wsi, 0)
                 paused = true
             }
@@ -275,7 +276,7 @@ extension WebSocketClient {
                 closeCode == 1009 ? "closed after an oversize message" : (peerCloseReason ?? "the connection was lost")
             scheduleRetry(context, reason: "\(options.url): \(reason)")
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-            let (stop, stillPaused) = shared.withLock { ($0.stopRequested, $0.gate.paused) }
+            let (stop, stillPaused) = shared.locked { ($0.stopRequested, $0.gate.paused) }
             if stop {
                 if let current = self.wsi { lws_callback_on_writable(current) } else { requestExit(context) }
             } else if !stillPaused, paused, let current = self.wsi {
@@ -307,7 +308,7 @@ extension WebSocketClient {
     }
 
     private func writeable(_ wsi: OpaquePointer?) -> Int32 {
-        if shared.withLock({ $0.stopRequested }) {
+        if shared.locked({ $0.stopRequested }) {
             closeWith(wsi, LWS_CLOSE_STATUS_NORMAL, "bye")
             return -1
         }
@@ -339,7 +340,7 @@ private func clientCallback(
 private func reconnectTimerFired(_ sul: UnsafeMutablePointer<lws_sorted_usec_list_t>?) {
     guard let sul, let owner = sluice_lws_timer_owner(sul) else { return }
     let client = Unmanaged<WebSocketClient>.fromOpaque(owner).takeUnretainedValue()
-    guard let context = client.shared.withLock({ $0.context?.pointer }) else { return }
+    guard let context = client.shared.locked({ $0.context?.pointer }) else { return }
     client.connect(context)
 }
 

@@ -1,4 +1,5 @@
 internal import CLibWebSockets
+internal import SluiceSync
 internal import Synchronization
 
 #if canImport(Glibc)
@@ -149,7 +150,7 @@ public final class WebSocketClient: @unchecked Sendable {
 
     /// Starts the service thread, which connects at once.
     public func start() {
-        let first = shared.withLock { state -> Bool in
+        let first = shared.locked { state -> Bool in
             defer { state.started = true }
             return !state.started
         }
@@ -163,7 +164,7 @@ public final class WebSocketClient: @unchecked Sendable {
 
     /// Reports that `count` delivered messages were passed on; reading resumes once few enough are outstanding.
     public func acknowledge(_ count: Int) {
-        shared.withLock { state in
+        shared.locked { state in
             guard state.gate.acknowledged(count) else { return }
             if let context = state.context { lws_cancel_service(context.pointer) }
         }
@@ -171,7 +172,7 @@ public final class WebSocketClient: @unchecked Sendable {
 
     /// Closes the connection with 1000 (normal closure) and ends ``events``.
     public func stop() {
-        let started = shared.withLock { state -> Bool in
+        let started = shared.locked { state -> Bool in
             state.stopRequested = true
             if let context = state.context { lws_cancel_service(context.pointer) }
             return state.started
@@ -180,10 +181,10 @@ public final class WebSocketClient: @unchecked Sendable {
     }
 
     /// The counters and state now.
-    public var statistics: WebSocketClientStatistics { shared.withLock { $0.statistics } }
+    public var statistics: WebSocketClientStatistics { shared.locked { $0.statistics } }
 
     func updateStatistics(_ change: (inout WebSocketClientStatistics) -> Void) {
-        shared.withLock { change(&$0.statistics) }
+        shared.locked { change(&$0.statistics) }
     }
 }
 

@@ -1,4 +1,5 @@
 internal import CLibWebSockets
+internal import SluiceSync
 internal import Synchronization
 
 #if canImport(Glibc)
@@ -135,7 +136,7 @@ public final class WebSocketServer: @unchecked Sendable {
         let retained = Unmanaged.passRetained(self)
         ServiceThread.start { retained.takeRetainedValue().run() }
         let result = await withCheckedContinuation { continuation in
-            let ready = shared.withLock { state -> Result<Int, WebSocketServerError>? in
+            let ready = shared.locked { state -> Result<Int, WebSocketServerError>? in
                 if let result = state.startResult { return result }
                 state.startWaiter = continuation
                 return nil
@@ -147,7 +148,7 @@ public final class WebSocketServer: @unchecked Sendable {
 
     /// Queues `messages` (encoded text) for every connected client; never waits.
     public func broadcast(_ messages: [[UInt8]]) {
-        shared.withLock { state in
+        shared.locked { state in
             state.outbox.append(contentsOf: messages)
             // The service thread moves the outbox to the clients on every wake-up; bound it all the same.
             let limit = max(options.maxClientBufferMessages, 1024) * 4
@@ -158,7 +159,7 @@ public final class WebSocketServer: @unchecked Sendable {
 
     /// Reports that `count` delivered messages were passed on; reading resumes once few enough are outstanding.
     public func acknowledge(_ count: Int) {
-        shared.withLock { state in
+        shared.locked { state in
             guard state.gate.acknowledged(count) else { return }
             if let context = state.context { lws_cancel_service(context.pointer) }
         }
@@ -166,14 +167,14 @@ public final class WebSocketServer: @unchecked Sendable {
 
     /// Closes every client with 1001 (going away), stops listening and ends ``events``.
     public func stop() {
-        shared.withLock { state in
+        shared.locked { state in
             state.stopRequested = true
             if let context = state.context { lws_cancel_service(context.pointer) }
         }
     }
 
     /// The counters now.
-    public var statistics: WebSocketServerStatistics { shared.withLock { $0.statistics } }
+    public var statistics: WebSocketServerStatistics { shared.locked { $0.statistics } }
 
     // MARK: - Run loop
 
@@ -205,7 +206,7 @@ public final class WebSocketServer: @unchecked Sendable {
                     WebSocketServerError(
                         message: "cannot listen on \(options.host):\(options.port) (see the lws error above)"))
             }
-        let waiter = shared.withLock { state -> CheckedContinuation<Result<Int, WebSocketServerError>, Never>? in
+        let waiter = shared.locked { state -> CheckedContinuation<Result<Int, WebSocketServerError>, Never>? in
             state.startResult = result
             if let context, case .success = result { state.context = .init(pointer: context) }
             defer { state.startWaiter = nil }
@@ -219,7 +220,7 @@ public final class WebSocketServer: @unchecked Sendable {
                     deliverPending(context)
                 }
             }
-            shared.withLock { $0.context = nil }
+            shared.locked { $0.context = nil }
             lws_context_destroy(context)
         }
         // The context pointed into this memory until it was destroyed just above; only now may it be freed.
@@ -231,7 +232,7 @@ public final class WebSocketServer: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll(keepingCapacity: true)
-        let behind = shared.withLock { $0.gate.delivered(batch.count) }
+        let behind = shared.locked { $0.gate.delivered(batch.count) }
         continuation.yield(.messages(batch))
         if behind, !paused {
             paused = true
@@ -254,29 +255,29 @@ public final class WebSocketServer: @unchecked Sendable {
                     count > 0
                     ? String(decoding: buffer.prefix(Int(count)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
                 if uri != path {
-                    shared.withLock { $0.statistics.refusedWrongPathTotal += 1 }
+                    shared.locked { $0.statistics.refusedWrongPathTotal += 1 }
                     return 1
                 }
             }
             if sessions.count >= options.maxClients {
-                shared.withLock { $0.statistics.refusedTooManyTotal += 1 }
+                shared.locked { $0.statistics.refusedTooManyTotal += 1 }
                 reportOnce("max_clients", "\(options.maxClients) clients are connected (max_clients); refusing more")
                 return 1
             }
         case LWS_CALLBACK_ESTABLISHED:
             sessions[key] = Session(maxMessageBytes: options.maxMessageBytes)
-            shared.withLock { state in
+            shared.locked { state in
                 state.statistics.clients += 1
                 state.statistics.clientsTotal += 1
             }
             if paused { lws_rx_flow_control(wsi, 0) }
         case LWS_CALLBACK_CLOSED:
-            if sessions.removeValue(forKey: key) != nil { shared.withLock { $0.statistics.clients -= 1 } }
+            if sessions.removeValue(forKey: key) != nil { shared.locked { $0.statistics.clients -= 1 } }
         case LWS_CALLBACK_RECEIVE:
             guard let session = sessions[key], session.closing == nil else { break }
-            shared.withLock { $0.statistics.receivedBytesTotal += length }
+            shared.locked { $0.statistics.receivedBytesTotal += length }
             if lws_remaining_packet_payload(wsi) == 0, !session.countFrame(limit: options.maxClientFramesPerSec) {
-                shared.withLock { $0.statistics.droppedTooManyFramesTotal += 1 }
+                shared.locked { $0.statistics.droppedTooManyFramesTotal += 1 }
                 reportOnce(
                     "frames",
                     "a client sent more than \(options.maxClientFramesPerSec) frames in a second; closing it (1008)")
@@ -288,7 +289,7 @@ public final class WebSocketServer: @unchecked Sendable {
             case .message(let message): pending.append(message)
             case .oversize(let size):
                 continuation.yield(.oversize(bytes: size))
-                shared.withLock { $0.statistics.droppedOversizeTotal += 1 }
+                shared.locked { $0.statistics.droppedOversizeTotal += 1 }
                 close(session, wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large")
             }
         case LWS_CALLBACK_SERVER_WRITEABLE:
@@ -309,7 +310,7 @@ public final class WebSocketServer: @unchecked Sendable {
                 session.queue.removeAll(keepingCapacity: true)
                 session.head = 0
                 // Stopping: a client is closed once it has everything queued for it.
-                if shared.withLock({ $0.stopRequested }) {
+                if shared.locked({ $0.stopRequested }) {
                     closeWith(wsi, LWS_CLOSE_STATUS_GOINGAWAY, "server stopping")
                     return -1
                 }
@@ -318,7 +319,7 @@ public final class WebSocketServer: @unchecked Sendable {
             }
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             guard let context = wsi.flatMap({ lws_get_context($0) }) else { break }
-            let (messages, stop, stillPaused) = shared.withLock { state -> ([[UInt8]], Bool, Bool) in
+            let (messages, stop, stillPaused) = shared.locked { state -> ([[UInt8]], Bool, Bool) in
                 defer { state.outbox.removeAll(keepingCapacity: true) }
                 return (state.outbox, state.stopRequested, state.gate.paused)
             }
@@ -346,7 +347,7 @@ public final class WebSocketServer: @unchecked Sendable {
         default:
             break
         }
-        if reason == LWS_CALLBACK_CLOSED, shared.withLock({ $0.stopRequested }), sessions.isEmpty,
+        if reason == LWS_CALLBACK_CLOSED, shared.locked({ $0.stopRequested }), sessions.isEmpty,
             let context = wsi.flatMap({ lws_get_context($0) })
         {
             exitRequested = true
@@ -384,7 +385,7 @@ public final class WebSocketServer: @unchecked Sendable {
                 session.head = 0
             }
         }
-        if dropped > 0 { shared.withLock { $0.statistics.slowClientDroppedTotal += dropped } }
+        if dropped > 0 { shared.locked { $0.statistics.slowClientDroppedTotal += dropped } }
         lws_callback_on_writable_all_protocol(context, lws_get_protocol(wsi))
     }
 }

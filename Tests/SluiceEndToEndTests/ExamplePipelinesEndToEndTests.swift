@@ -109,6 +109,6 @@ struct ExamplePipelinesEndToEndTests {
         }
         #expect(try pipeline.finalComponent("out")?.int("sent_events_total") == 60000)
         // 60,000 events at 20,000/s take 3 s; within 5 % means 2.85 to 3.15 s.
-        #expect(seconds > 2.85 && seconds < 3.15, "took \(seconds) s")
+        #expect(underSanitizer || (seconds > 2.85 && seconds < 3.15), "took \(seconds) s")
     }
 }

@@ -1,3 +1,4 @@
+internal import SluiceSync
 internal import Synchronization
 
 /// A component's input buffer: many producers, one consumer, capacity counted in events, and a ``BufferPolicy``
@@ -53,7 +54,7 @@ public final class EventBuffer: Sendable {
         owner.recordReceived(batch.count)
         var remaining = batch[...]
         while true {
-            let outcome = state.withLock { state in enqueue(&remaining, into: &state) }
+            let outcome = state.locked { state in enqueue(&remaining, into: &state) }
             outcome.consumer?.resume()
             if outcome.dropped > 0 { owner.recordDiscarded(outcome.dropped, cause: outcome.dropCause) }
             if remaining.isEmpty || !outcome.mustWait { return }
@@ -63,7 +64,7 @@ public final class EventBuffer: Sendable {
 
     /// Marks one producer as finished; after the last, the consumer sees the end once the queue is drained.
     public func finishProducer() {
-        let consumer = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let consumer = state.locked { state -> CheckedContinuation<Void, Never>? in
             precondition(state.openProducers > 0, "Invalid state: more producers finished than were counted.")
             state.openProducers -= 1
             guard state.openProducers == 0 else { return nil }
@@ -122,7 +123,7 @@ public final class EventBuffer: Sendable {
     private func waitForRoom() async {
         let start = MonotonicClock.nanos()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let parked = state.withLock { state -> Bool in
+            let parked = state.locked { state -> Bool in
                 // Re-check under the lock: the consumer may have made room since `send` looked.
                 guard !state.closed, let max = policy.maxEvents, state.queue.count >= max else { return false }
                 state.producers.append(continuation)
@@ -131,7 +132,7 @@ public final class EventBuffer: Sendable {
             if !parked { continuation.resume() }
         }
         let waited = MonotonicClock.nanos() &- start
-        state.withLock { $0.blockedNanos &+= waited }
+        state.locked { $0.blockedNanos &+= waited }
     }
 
     // MARK: - Consumer side
@@ -140,7 +141,7 @@ public final class EventBuffer: Sendable {
     /// producer has finished and everything was taken.
     public func next() async -> [Event]? {
         while true {
-            let (batch, producers, finished) = state.withLock {
+            let (batch, producers, finished) = state.locked {
                 state -> ([Event], [CheckedContinuation<Void, Never>], Bool) in
                 guard !state.queue.isEmpty else { return ([], [], state.openProducers == 0) }
                 let batch = state.queue.take(upTo: maxBatch)
@@ -153,7 +154,7 @@ public final class EventBuffer: Sendable {
             if !batch.isEmpty { return batch }
             if finished { return nil }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let parked = state.withLock { state -> Bool in
+                let parked = state.locked { state -> Bool in
                     guard state.queue.isEmpty, state.openProducers > 0 else { return false }
                     precondition(state.consumer == nil, "Invalid state: a buffer has one consumer.")
                     state.consumer = continuation
@@ -165,12 +166,12 @@ public final class EventBuffer: Sendable {
     }
 
     /// True when nothing is buffered: a sink flushes its output then, so a slow live feed is never held back.
-    public var isEmpty: Bool { state.withLock { $0.queue.isEmpty } }
+    public var isEmpty: Bool { state.locked { $0.queue.isEmpty } }
 
     /// Called by a consumer that can take no more (its sink failed): discards what is buffered and everything
     /// that arrives later under cause `error`, and releases any waiting producer.
     public func close() {
-        let (discarded, producers) = state.withLock { state -> (Int, [CheckedContinuation<Void, Never>]) in
+        let (discarded, producers) = state.locked { state -> (Int, [CheckedContinuation<Void, Never>]) in
             state.closed = true
             let producers = state.producers
             state.producers.removeAll()
@@ -184,7 +185,7 @@ public final class EventBuffer: Sendable {
 
     /// The buffer's state for a metrics report.
     public func snapshot() -> BufferSnapshot {
-        state.withLock { state in
+        state.locked { state in
             BufferSnapshot(
                 whenFull: policy.whenFull, maxEvents: policy.maxEvents, events: state.queue.count,
                 highWaterEvents: state.highWater, blockedSecsTotal: Double(state.blockedNanos) / 1e9,

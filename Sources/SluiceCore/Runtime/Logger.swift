@@ -1,3 +1,4 @@
+internal import SluiceSync
 internal import Synchronization
 
 #if canImport(Glibc)
@@ -90,11 +91,11 @@ public final class StopSignal: Sendable {
     public init() {}
 
     /// True once ``stop()`` was called.
-    public var isStopped: Bool { state.withLock { $0.stopped } }
+    public var isStopped: Bool { state.locked { $0.stopped } }
 
     /// Flips the switch and runs every handler once.
     public func stop() {
-        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+        let handlers = state.locked { state -> [@Sendable () -> Void] in
             guard !state.stopped else { return [] }
             state.stopped = true
             defer { state.handlers.removeAll() }
@@ -105,7 +106,7 @@ public final class StopSignal: Sendable {
 
     /// Runs `handler` when the switch flips, or now if it already has.
     public func onStop(_ handler: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
+        let runNow = state.locked { state -> Bool in
             if state.stopped { return true }
             state.handlers.append(handler)
             return false

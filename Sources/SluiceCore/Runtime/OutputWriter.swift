@@ -1,4 +1,5 @@
 internal import Dispatch
+internal import SluiceSync
 internal import Synchronization
 
 #if canImport(Glibc)
@@ -61,8 +62,13 @@ public final class OutputWriter: Sendable {
     /// Writes all of `bytes`, suspending until they are written.
     public func write(_ bytes: [UInt8]) async throws(OutputError) {
         let result: OutputError? = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: self.writeNow(bytes)) }
+            queue.async {
+                let result = self.writeNow(bytes)
+                ThreadSanitizerHandOff.send()
+                continuation.resume(returning: result)
+            }
         }
+        ThreadSanitizerHandOff.receive()
         if let result { throw result }
     }
 
@@ -75,7 +81,7 @@ public final class OutputWriter: Sendable {
     /// Runs on the queue: loops over partial writes and `EINTR`. A chunk is whole lines; when a file write fails
     /// partway (a full disk), the part written is cut off again, so no event is ever left half written.
     private func writeNow(_ bytes: [UInt8]) -> OutputError? {
-        if let failed = failure.withLock({ $0 }) { return failed }
+        if let failed = failure.locked({ $0 }) { return failed }
         let chunkStart = rewindsFailedChunks ? lseek(fileDescriptor, 0, SEEK_CUR) : -1
         var error: OutputError?
         bytes.withUnsafeBytes { buffer in
@@ -100,7 +106,7 @@ public final class OutputWriter: Sendable {
                 }
             }
         }
-        if let error { failure.withLock { $0 = error } }
+        if let error { failure.locked { $0 = error } }
         return error
     }
 }

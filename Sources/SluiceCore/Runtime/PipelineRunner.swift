@@ -1,3 +1,4 @@
+internal import SluiceSync
 internal import Synchronization
 
 /// What the process around a pipeline provides: the standard descriptors and the logger.
@@ -92,7 +93,7 @@ public final class PipelineRunner: Sendable {
         periodic.cancel()
         await periodic.value
         if let reporter { await reporter.write(reporter.makeReport(final: true)) }
-        return RunOutcome(failures: failures.withLock { $0 }, outputClosed: outputClosed.withLock { $0 })
+        return RunOutcome(failures: failures.locked { $0 }, outputClosed: outputClosed.locked { $0 })
     }
 
     private func runSource(_ source: any Source, _ context: SourceContext) async {
@@ -122,7 +123,7 @@ public final class PipelineRunner: Sendable {
             try await sink.run(input, context)
         } catch OutputError.closedByReader {
             // `sluice run p.yaml | head -1`: the reader has what it wanted; stop quietly.
-            outputClosed.withLock { $0 = true }
+            outputClosed.locked { $0 = true }
             input.close()
             stopSignal.stop()
             return
@@ -134,7 +135,7 @@ public final class PipelineRunner: Sendable {
 
     /// Records a failure, reports it, and stops the pipeline: a run with a failed component ends with exit 1.
     private func fail(_ message: String) {
-        failures.withLock { $0.append(message) }
+        failures.locked { $0.append(message) }
         environment.log.error(message)
         stopSignal.stop()
     }

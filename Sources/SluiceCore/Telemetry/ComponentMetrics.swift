@@ -1,3 +1,4 @@
+internal import SluiceSync
 internal import Synchronization
 
 /// The counters of one component: events received, sent and discarded by cause, its input buffer, and for sinks
@@ -30,40 +31,40 @@ public final class ComponentMetrics: Sendable {
 
     /// Adds component-specific fields to every report (a WebSocket source's `connection` object, say).
     public func provideDetails(_ provider: @escaping @Sendable () -> JSONObject) {
-        detailsProvider.withLock { $0 = provider }
+        detailsProvider.locked { $0 = provider }
     }
 
     func attach(_ buffer: EventBuffer) {
-        inputBuffer.withLock { $0 = buffer }
+        inputBuffer.locked { $0 = buffer }
     }
 
     /// Counts events that reached the component: lines or messages read by a source, events arriving at the
     /// input buffer of any other component.
     public func recordReceived(_ count: Int) {
-        counters.withLock { $0.received += count }
+        counters.locked { $0.received += count }
     }
 
     /// Counts events passed on (sources and transforms) or written out (sinks).
     public func recordSent(_ count: Int) {
-        counters.withLock { $0.sent += count }
+        counters.locked { $0.sent += count }
     }
 
     /// Counts discarded events under `cause`.
     public func recordDiscarded(_ count: Int, cause: DiscardCause) {
-        counters.withLock { $0.discarded[cause] += count }
+        counters.locked { $0.discarded[cause] += count }
     }
 
     /// Counts several causes at once.
     public func recordDiscarded(_ counts: DiscardCounts) {
         guard counts.total > 0 else { return }
-        counters.withLock { $0.discarded.add(counts) }
+        counters.locked { $0.discarded.add(counts) }
     }
 
     /// Counts events written now, given their ingest times: sent, each with its latency since ingest.
     public func recordWritten(ingestTimes: some Collection<UInt64>, at now: UInt64) {
         var recent = LatencyHistogram()
         for ingest in ingestTimes { recent.record(nanos: now &- ingest) }
-        counters.withLock { counters in
+        counters.locked { counters in
             counters.sent += ingestTimes.count
             counters.recentLatency.add(recent)
         }
@@ -71,9 +72,9 @@ public final class ComponentMetrics: Sendable {
 
     /// The counters now; each snapshot starts a new interval for the live latency figures.
     public func snapshot() -> ComponentSnapshot {
-        let buffer = inputBuffer.withLock { $0 }?.snapshot()
-        let details = detailsProvider.withLock { $0 }?() ?? JSONObject()
-        return counters.withLock { counters in
+        let buffer = inputBuffer.locked { $0 }?.snapshot()
+        let details = detailsProvider.locked { $0 }?() ?? JSONObject()
+        return counters.locked { counters in
             let recent = counters.recentLatency
             counters.latency.add(recent)
             counters.recentLatency = LatencyHistogram()

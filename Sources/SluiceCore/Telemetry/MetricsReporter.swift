@@ -1,3 +1,4 @@
+internal import SluiceSync
 internal import Synchronization
 
 /// Writes a metrics report every interval and once more at exit, computing rates from the previous report.
@@ -19,7 +20,7 @@ public final class MetricsReporter: Sendable {
         self.consumers = consumers
         self.writer = writer
         self.startNanos = startNanos
-        previous.withLock { $0.nanos = startNanos }
+        previous.locked { $0.nanos = startNanos }
     }
 
     /// Reports every interval until the task is cancelled; does nothing when the interval is 0.
@@ -38,7 +39,7 @@ public final class MetricsReporter: Sendable {
     /// Builds the next report; rates cover the time since the previous one.
     public func makeReport(final: Bool, now: UInt64 = MonotonicClock.nanos()) -> MetricsReport {
         let snapshots = components.map { $0.snapshot() }
-        return previous.withLock { previous in
+        return previous.locked { previous in
             let seconds = max(1e-9, Double(now &- previous.nanos) / 1e9)
             var rates: [String: (received: Double, sent: Double)] = [:]
             for snapshot in snapshots {

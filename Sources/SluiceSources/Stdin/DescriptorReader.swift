@@ -1,4 +1,5 @@
 internal import Dispatch
+internal import SluiceSync
 
 #if canImport(Glibc)
     internal import Glibc
@@ -43,9 +44,15 @@ final class DescriptorReader: Sendable {
 
     /// Reads up to `limit` bytes, waiting until some arrive, the input ends, or ``wake()`` is called.
     func read(limit: Int) async -> Chunk {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: self.readNow(limit: limit)) }
+        let chunk = await withCheckedContinuation { continuation in
+            queue.async {
+                let chunk = self.readNow(limit: limit)
+                ThreadSanitizerHandOff.send()
+                continuation.resume(returning: chunk)
+            }
         }
+        ThreadSanitizerHandOff.receive()
+        return chunk
     }
 
     /// Makes a waiting ``read(limit:)`` (and every later one) return `.stopped`.
