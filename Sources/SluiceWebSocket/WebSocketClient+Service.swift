@@ -114,7 +114,7 @@ extension WebSocketClient {
         handshakeTimedOut = false
         connecting = true
         guard let attempt = lws_client_connect_via_info(&info) else {
-            attemptFailed(context, reason: "cannot start a connection to \(options.url)")
+            attemptFailed(context, reason: "cannot start a connection to \(options.displayURL)")
             return
         }
         // lws' own timeouts do not cover a server that accepts and never answers the upgrade request; our timer
@@ -165,7 +165,7 @@ extension WebSocketClient {
         updateStatistics { $0.lastError = reason }
         let policy = options.reconnect
         if policy.maxAttempts > 0, attempts > policy.maxAttempts {
-            report("giving up on \(options.url) after \(policy.maxAttempts) attempts: \(reason)")
+            report("giving up on \(options.displayURL) after \(policy.maxAttempts) attempts: \(reason)")
             updateStatistics { $0.state = .stopped }
             continuation.yield(.gaveUp(reason))
             requestExit(context)
@@ -228,7 +228,7 @@ extension WebSocketClient {
                 statistics.state = .connected
                 statistics.connectsTotal += 1
             }
-            report("connected to \(options.url)")
+            report("connected to \(options.displayURL)")
             if let start = disconnectedAtMillis {
                 continuation.yield(.reconnected(gapStartMillis: start, gapEndMillis: wallClockMillis()))
                 disconnectedAtMillis = nil
@@ -263,18 +263,18 @@ extension WebSocketClient {
             } else if detail.contains("Unable to connect") || detail.contains("connect failed") {
                 detail = "connection refused or unreachable (\(detail))"
             }
-            attemptFailed(context, reason: "\(options.url): \(detail)")
+            attemptFailed(context, reason: "\(options.displayURL): \(detail)")
         case LWS_CALLBACK_CLOSED_CLIENT_HTTP:
             // The attempt ended before the upgrade: our handshake timer killed it, or the server hung up.
             let detail =
                 handshakeTimedOut
                 ? "no handshake within \(options.handshakeTimeoutSecs) s" : "the server hung up during the handshake"
-            attemptFailed(context, reason: "\(options.url): \(detail)")
+            attemptFailed(context, reason: "\(options.displayURL): \(detail)")
         case LWS_CALLBACK_CLIENT_CLOSED:
             updateStatistics { $0.disconnectsTotal += 1 }
             let reason =
                 closeCode == 1009 ? "closed after an oversize message" : (peerCloseReason ?? "the connection was lost")
-            scheduleRetry(context, reason: "\(options.url): \(reason)")
+            scheduleRetry(context, reason: "\(options.displayURL): \(reason)")
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             let (stop, stillPaused) = shared.locked { ($0.stopRequested, $0.gate.paused) }
             if stop {
@@ -301,7 +301,8 @@ extension WebSocketClient {
         case .oversize(let size):
             continuation.yield(.oversize(bytes: size))
             report(
-                "\(options.url): a message exceeded max_message_bytes (\(options.maxMessageBytes)); closing with 1009")
+                "\(options.displayURL): a message exceeded max_message_bytes (\(options.maxMessageBytes)); closing with 1009"
+            )
             closeCode = 1009
             lws_callback_on_writable(wsi)
         }

@@ -9,7 +9,12 @@ internal import Synchronization
 /// What a ``WebSocketClient`` connects to and how it behaves.
 public struct WebSocketClientOptions: Sendable {
     /// The feed.
-    public var url: WebSocketURL
+    public var url: WebSocketURL {
+        didSet { displayURL = url.description }
+    }
+    /// The URL as messages and metrics show it: set it to the URL as written (`wss://feed/?key=${KEY}`) when
+    /// parts of it came from the environment, so that a token in it is never printed.
+    public var displayURL: String
     /// Extra handshake headers, sent in order.
     public var headers: [(name: String, value: String)] = []
     /// The `Sec-WebSocket-Protocol` to ask for.
@@ -35,6 +40,7 @@ public struct WebSocketClientOptions: Sendable {
 
     public init(url: WebSocketURL) {
         self.url = url
+        displayURL = url.description
     }
 }
 

@@ -151,7 +151,7 @@ struct HostileInputEndToEndTests {
         }
         #expect(source.balances)
         let rss = try #require(try pipeline.reports().last?.int("process", "max_rss_bytes"))
-        #expect(rss < 100 << 20, "a 50 MB line must not be held in memory (peak RSS \(rss) bytes)")
+        #expect(underSanitizer || rss < 100 << 20, "a 50 MB line must not be held in memory (peak RSS \(rss) bytes)")
         // The first bad lines are named on stderr with their line numbers (the rest are summarised).
         #expect(child.errorText.contains("in: line 2 is not valid JSON (invalid UTF-8 in a string"))
         #expect(child.errorText.contains("in: line 10 is not valid JSON (unexpected byte 0x00 after the JSON value"))

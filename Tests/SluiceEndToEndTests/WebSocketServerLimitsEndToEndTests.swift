@@ -93,6 +93,6 @@ struct WebSocketServerLimitsEndToEndTests {
         #expect(sink.int("client_discarded_events_total", "slow_client") ?? 0 > 0, "the stalled clients lost")
         #expect(sink.balances)
         let rss = try #require(try pipeline.reports().last?.int("process", "max_rss_bytes"))
-        #expect(rss < 150 << 20, "peak RSS \(rss) bytes")
+        #expect(underSanitizer || rss < 150 << 20, "peak RSS \(rss) bytes")
     }
 }

@@ -159,6 +159,13 @@ public struct ConfigNode {
         return false
     }
 
+    /// The scalar as written in the file, before `${...}` is replaced: safe to show, as it names variables
+    /// rather than repeating their values.
+    public var writtenText: String? {
+        if case .scalar(let scalar) = node.content { return scalar.value }
+        return nil
+    }
+
     /// The value as messages may show it: quoted, or "a value from the environment" when `${...}` supplied it.
     public func shown(_ text: String) -> String {
         isFromEnvironment ? "a value from the environment" : "'\(text)'"

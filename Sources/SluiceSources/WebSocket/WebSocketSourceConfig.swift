@@ -16,10 +16,12 @@ public struct WebSocketSourceConfig: SourceConfig {
 
     public init(reading options: ConfigMapping) {
         var url: WebSocketURL?
+        var writtenURL: String?
         if let urlNode = options.required("url", note: "for example 'url: wss://feed.example.com/v1/stream'"),
             let text = urlNode.string()
         {
             url = WebSocketURL(text)
+            if urlNode.isFromEnvironment { writtenURL = urlNode.writtenText }
             if url == nil {
                 options.log.error(
                     "\(urlNode.shown(text)) is not a ws:// or wss:// URL", at: urlNode.mark,
@@ -28,6 +30,7 @@ public struct WebSocketSourceConfig: SourceConfig {
         }
         // The other options are read even without a valid URL, so that every mistake is reported at once.
         var client = WebSocketClientOptions(url: url ?? WebSocketURL("ws://invalid/")!)
+        if let writtenURL { client.displayURL = writtenURL }
         if let headers = options.value("headers")?.mapping() {
             for (name, _, value) in headers.allEntries(naming: { "header '\($0)'" }) {
                 if let text = value.string() { client.headers.append((name, text)) }

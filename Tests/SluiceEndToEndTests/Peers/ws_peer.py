@@ -211,6 +211,7 @@ async def main():
 
     async def process_request(path, headers):
         if args.mode == "reject":
+            record({"event": "rejected", "path": path})
             return (http.HTTPStatus.UNAUTHORIZED, [("Content-Type", "text/plain")], b"unauthorized\n")
         return None
 

@@ -207,8 +207,9 @@ extension JSONValue {
     }
 }
 
-/// True when `scripts/sanitize` runs the tests: sanitized code is 5 to 15 times slower, so the few assertions
-/// about speed (a rate held, a sink never blocked) are not made; everything else is.
+/// True when `scripts/sanitize` runs the tests: sanitized code is 5 to 15 times slower and AddressSanitizer's
+/// shadow memory and quarantine inflate RSS, so the few assertions about speed (a rate held, a sink never
+/// blocked) and peak memory are not made; everything else is.
 let underSanitizer = ProcessInfo.processInfo.environment["SLUICE_SANITIZER"] != nil
 
 /// Line `index` of the synthetic input: a sensor-like JSON object of about 100 bytes.
