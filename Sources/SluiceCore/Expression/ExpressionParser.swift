@@ -1,8 +1,17 @@
 /// Turns expression text into an ``ExpressionNode`` tree, by precedence climbing over Swift's operator order:
 /// unary `!` `-`; `*` `/` `%`; `+` `-`; `??`; comparisons and `in`; `&&`; `||`; `?:`.
 struct ExpressionParser {
+    /// Limits that keep every recursive walk of the tree (parse, fold, evaluate) far from the end of a thread's
+    /// stack, whatever the text: 3,000 opening parentheses overflowed it (found by `scripts/fuzz expression`).
+    static let maxDepth = 64
+    static let maxOperands = 1000
+
     private let text: [Unicode.Scalar]
     private var index = 0
+    /// Operands parsed so far, and operands being parsed now (the nesting depth): every operand of every operator,
+    /// and every parenthesis, list and argument, passes through ``parseUnary()``.
+    private var operands = 0
+    private var depth = 0
 
     init(_ text: String) {
         self.text = Array(text.unicodeScalars)
@@ -100,6 +109,19 @@ struct ExpressionParser {
     }
 
     private mutating func parseUnary() throws(ExpressionError) -> ExpressionNode {
+        operands += 1
+        depth += 1
+        defer { depth -= 1 }
+        if depth > Self.maxDepth {
+            throw ExpressionError(
+                "the expression is nested more than \(Self.maxDepth) levels deep", at: index,
+                note: "split it over several map or filter stages")
+        }
+        if operands > Self.maxOperands {
+            throw ExpressionError(
+                "the expression has more than \(Self.maxOperands) operands", at: index,
+                note: "split it over several map or filter stages")
+        }
         skipSpace()
         if peek("!"), !peek("!=") {
             index += 1

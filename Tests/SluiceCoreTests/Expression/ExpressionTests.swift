@@ -154,12 +154,32 @@ struct ExpressionTests {
         ("", "empty expression", 0, "write an expression such as .temperature > 30"),
         (".a @ 1", "unexpected '@'", 3, nil),
         ("[1, 2", "expected ',' or ']' in the list, found the end", 5, nil),
+        // Found by scripts/fuzz expression: 3,000 opening parentheses overflowed the stack.
+        (
+            String(repeating: "(", count: 3000) + "1", "the expression is nested more than 64 levels deep", 64,
+            "split it over several map or filter stages"
+        ),
+        (
+            "!!" + String(repeating: "-", count: 100) + "1", "the expression is nested more than 64 levels deep", 64,
+            "split it over several map or filter stages"
+        ),
+        (
+            Array(repeating: "1", count: 1001).joined(separator: "+"), "the expression has more than 1000 operands",
+            2000, "split it over several map or filter stages"
+        ),
     ]
 
     @Test(arguments: compileErrors.indices)
     func compileError(_ index: Int) {
         let (source, message, offset, note) = Self.compileErrors[index]
         #expect(throws: ExpressionError(message, at: offset, note: note), "\(source)") { try Expression(source) }
+    }
+
+    @Test func theDeepestAndLongestAllowedExpressionsCompileAndEvaluate() throws {
+        let deep = String(repeating: "(", count: 63) + ".a" + String(repeating: ")", count: 63)
+        #expect(try Expression(deep).evaluate(["a": 7]) == 7)
+        let long = Array(repeating: ".a", count: 1000).joined(separator: " + ")
+        #expect(try Expression(long).evaluate(["a": 1]) == 1000)
     }
 
     @Test func constantsAreFoldedAtLoad() throws {
