@@ -33,6 +33,14 @@ struct BatchQueue {
     /// Removes and returns up to `limit` of the oldest events as one batch.
     mutating func take(upTo limit: Int) -> [Event] {
         let total = min(limit, count)
+        // The common case on a busy edge: the oldest slice is exactly what is taken, usually a producer's whole
+        // batch. Handing its array on costs one retain; copying it would retain and release every event.
+        if total > 0, slices[head].count == total {
+            let front = slices[head]
+            popFront()
+            count -= total
+            return Array(front)
+        }
         var batch: [Event] = []
         batch.reserveCapacity(total)
         while batch.count < total {
