@@ -65,9 +65,9 @@ public enum WebSocketServerEvent: Sendable {
 /// queue (a slow client loses its own oldest messages, never slowing the others), and delivers what clients send
 /// as batches on ``events``, pausing reads while the consumer is behind.
 public final class WebSocketServer: @unchecked Sendable {
-    // @unchecked: `sessions`, `pending`, `paused` and `exitRequested` are touched only on the service thread (run
-    // loop and callbacks); cross-thread state is in `shared` (a Mutex); C memory lives in `resources`, freed after
-    // `lws_context_destroy` at the end of `run()`.
+    // @unchecked: `sessions`, `pending`, `paused`, `exitRequested` and `reportedLimits` are touched only on the
+    // service thread (run loop and callbacks); cross-thread state is in `shared` (a Mutex); C memory lives in
+    // `resources`, freed after `lws_context_destroy` at the end of `run()`.
 
     /// Messages from clients, ending when the server stops.
     public let events: AsyncStream<WebSocketServerEvent>

@@ -46,9 +46,21 @@ final class SluiceProcess: @unchecked Sendable {
         process.standardError = errors
     }
 
+    /// No child outlives this: a test waiting for output that never comes then fails instead of hanging the run.
+    static let lifetimeLimitSecs = 300.0
+
     func start() throws {
         process.terminationHandler = { [exited] _ in exited.signal() }
         try process.run()
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.lifetimeLimitSecs) { [exited] in
+            // Still running after the limit: a test is stuck. (The semaphore is only peeked at, then restored.)
+            if exited.wait(timeout: .now()) == .timedOut {
+                kill(pid, SIGKILL)
+            } else {
+                exited.signal()
+            }
+        }
         let descriptor = errors.fileHandleForReading.fileDescriptor
         Thread.detachNewThread {
             while let data = Self.readChunk(descriptor) {
