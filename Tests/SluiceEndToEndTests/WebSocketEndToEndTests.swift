@@ -317,7 +317,8 @@ struct WebSocketEndToEndTests {
         #expect(fastSeqs.last == 11999)
         #expect(fast.records().first { $0["event"] as? String == "summary" }?["code"] as? Int == 1001)
         let sink = try #require(try pipeline.finalComponent("dash"))
-        #expect(sink.int("client_discarded_events_total", "slow_client") ?? 0 > 0)
+        // (Under a sanitizer the slow client may connect only after most events went out.)
+        #expect(underSanitizer || sink.int("client_discarded_events_total", "slow_client") ?? 0 > 0)
         #expect(sink.int("clients_total") == 2)
         #expect(sink.int("sent_events_total") == 12000)
         // The pipeline was never held back: 12,000 events at 2,000/s take 6 s, plus at most 2 s for the stalled
