@@ -3,8 +3,8 @@
 struct ExpressionParser {
     /// Limits that keep every recursive walk of the tree (parse, fold, evaluate) far from the end of a thread's
     /// stack, whatever the text: 3,000 opening parentheses overflowed it (found by `scripts/fuzz expression`).
-    static let maxDepth = 64
-    static let maxOperands = 1000
+    static let maxDepth = 32
+    static let maxOperands = 256
 
     private let text: [Unicode.Scalar]
     private var index = 0
