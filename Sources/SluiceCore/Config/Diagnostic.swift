@@ -57,7 +57,7 @@ public final class DiagnosticLog {
         // Longest first, so that a value containing another is blanked whole.
         let secrets = environmentValues.sorted { $0.count > $1.count }
         func redact(_ text: String) -> String {
-            secrets.reduce(text) { $0.replacingAll($1, with: "[value from the environment]") }
+            secrets.reduce(text) { $0.replacing($1, with: "[value from the environment]") }
         }
         return recorded.map { Diagnostic($0.severity, redact($0.message), at: $0.mark, notes: $0.notes.map(redact)) }
     }
@@ -81,20 +81,5 @@ public final class DiagnosticLog {
     /// Records a warning.
     public func warning(_ message: String, at mark: YAMLMark?, notes: [String] = []) {
         recorded.append(Diagnostic(.warning, message, at: mark, notes: notes))
-    }
-}
-
-extension String {
-    /// This text with every occurrence of `target` replaced (without Foundation).
-    fileprivate func replacingAll(_ target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var result = ""
-        var rest = self[...]
-        while let range = rest.firstRange(of: target) {
-            result += rest[..<range.lowerBound]
-            result += replacement
-            rest = rest[range.upperBound...]
-        }
-        return result + rest
     }
 }
