@@ -112,7 +112,7 @@ struct CollectSink: Sink {
     func run(_ input: EventBuffer, _ context: SinkContext) async throws {
         while let batch = await input.next() {
             CollectedEvents.append(batch, to: name ?? context.id)
-            context.metrics.recordWritten(ingestTimes: batch.lazy.map(\.ingestNanos), at: MonotonicClock.nanos())
+            context.metrics.recordWritten(batch, at: MonotonicClock.nanos())
         }
     }
 }

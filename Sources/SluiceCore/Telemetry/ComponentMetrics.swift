@@ -61,11 +61,23 @@ public final class ComponentMetrics: Sendable {
     }
 
     /// Counts events written now, given their ingest times: sent, each with its latency since ingest.
-    public func recordWritten(ingestTimes: some Collection<UInt64>, at now: UInt64) {
+    public func recordWritten(ingestTimes: [UInt64], at now: UInt64) {
+        recordWritten(ingestTimes.count, now: now) { ingestTimes.forEach($0) }
+    }
+
+    /// Counts `events` as written now: sent, each with its latency since ingest.
+    public func recordWritten(_ events: [Event], at now: UInt64) {
+        recordWritten(events.count, now: now) { record in events.forEach { record($0.ingestNanos) } }
+    }
+
+    /// Concrete callers rather than one generic over collections: a generic called from another module runs
+    /// unspecialized, copying every event through witness tables.
+    @inline(__always)
+    private func recordWritten(_ count: Int, now: UInt64, _ forEachIngest: ((UInt64) -> Void) -> Void) {
         var recent = LatencyHistogram()
-        for ingest in ingestTimes { recent.record(nanos: now &- ingest) }
+        forEachIngest { recent.record(nanos: now &- $0) }
         counters.locked { counters in
-            counters.sent += ingestTimes.count
+            counters.sent += count
             counters.recentLatency.add(recent)
         }
     }

@@ -14,7 +14,7 @@ public struct BlackholeSinkConfig: SinkConfig {
 struct BlackholeSink: Sink {
     func run(_ input: EventBuffer, _ context: SinkContext) async throws {
         while let batch = await input.next() {
-            context.metrics.recordWritten(ingestTimes: batch.lazy.map(\.ingestNanos), at: MonotonicClock.nanos())
+            context.metrics.recordWritten(batch, at: MonotonicClock.nanos())
         }
     }
 }
