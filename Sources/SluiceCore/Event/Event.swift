@@ -1,13 +1,89 @@
 /// One event flowing through a pipeline: a JSON value and the moment it entered Sluice.
-public struct Event: Sendable, Hashable {
-    /// The event's data.
-    public var value: JSONValue
+///
+/// An event read as canonical JSON text (see ``CanonicalJSONScanner``) keeps that text instead of a parsed value:
+/// a filter reads the fields it needs straight from the bytes, a map that only adds fields appends them, and a
+/// sink writes the bytes as they are. Anything else parses the text once, on first use, and from then on the
+/// event holds the value.
+public struct Event: Sendable {
+    /// Canonical JSON text of the event's value, or empty when `parsed` holds the value.
+    private var text: [UInt8]
+    private var parsed: JSONValue
     /// When a source created the event, in ``MonotonicClock`` nanoseconds; sinks measure latency from it.
     public var ingestNanos: UInt64
 
     public init(_ value: JSONValue, ingestNanos: UInt64 = 0) {
-        self.value = value
+        text = []
+        parsed = value
         self.ingestNanos = ingestNanos
+    }
+
+    /// An event holding `text`, which must be canonical JSON text (``CanonicalJSONScanner`` says which is).
+    public init(canonicalJSON text: [UInt8], ingestNanos: UInt64 = 0) {
+        assert(!text.isEmpty)
+        self.text = text
+        parsed = .null
+        self.ingestNanos = ingestNanos
+    }
+
+    /// The event's data; reading it parses the event's text if it still has one.
+    public var value: JSONValue {
+        get {
+            guard !text.isEmpty else { return parsed }
+            // Canonical text is valid JSON, so this parse cannot fail.
+            return (try? JSONReader.parse(text)) ?? .null
+        }
+        set {
+            text = []
+            parsed = newValue
+        }
+    }
+
+    /// True while the event still holds its text, unparsed.
+    public var isText: Bool { !text.isEmpty }
+
+    /// Appends the event as compact JSON.
+    public func writeJSON(to output: inout [UInt8]) {
+        if text.isEmpty { JSONWriter.write(parsed, to: &output) } else { output.append(contentsOf: text) }
+    }
+
+    /// The value at `steps`, read from the text without parsing the rest when the event still has one.
+    public func lookup(_ steps: [PathStep]) -> JSONValue? {
+        guard !text.isEmpty else { return Evaluator.lookup(steps, in: parsed) }
+        return text.withUnsafeBufferPointer { text in
+            switch CanonicalJSON.find(steps, in: text) {
+            case .found(let range): return try? JSONReader.parse(UnsafeBufferPointer(rebasing: text[range]))
+            case .missing: return nil
+            case .unsupported: return Evaluator.lookup(steps, in: (try? JSONReader.parse(text)) ?? .null)
+            }
+        }
+    }
+
+    /// Sets the value at `path`. On an event still holding the text of an object, a new top-level key is appended
+    /// to the text; anything else parses the event and sets the value like ``EventPath/set(_:in:)``.
+    public mutating func set(_ path: EventPath, to newValue: JSONValue) throws(EvaluationError) {
+        if path.keys.count == 1, !text.isEmpty, text[0] == UInt8(ascii: "{") {
+            let absent = text.withUnsafeBufferPointer { text in
+                if case .missing = CanonicalJSON.field(path.keys[0], inObjectAt: 0, of: text) { return true }
+                return false
+            }
+            if absent { return CanonicalJSON.appendField(path.keys[0], newValue, to: &text) }
+        }
+        var value = self.value
+        self.value = .null
+        defer { self.value = value }
+        try path.set(newValue, in: &value)
+    }
+}
+
+extension Event: Hashable {
+    /// Events are equal when their values and ingest times are, whether they hold text or a parsed value.
+    public static func == (left: Event, right: Event) -> Bool {
+        left.ingestNanos == right.ingestNanos && left.value == right.value
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(value)
+        hasher.combine(ingestNanos)
     }
 }
 

@@ -39,6 +39,11 @@ public struct Expression: Sendable {
         try Evaluator.evaluate(root, event)
     }
 
+    /// The expression's value for `event`, reading fields from its text when it still has one.
+    public func evaluate(_ event: Event) throws(EvaluationError) -> JSONValue {
+        try Evaluator.evaluate(root, event)
+    }
+
     /// True when the value is a literal known at load.
     public var isConstant: Bool { root.isLiteral }
 }
@@ -69,7 +74,7 @@ private enum Folder {
         case .matches(let subject, let pattern): folded = .matches(try fold(subject), pattern)
         }
         guard folded.childrenAreLiterals else { return folded }
-        return .literal(try Evaluator.evaluate(folded, .null))
+        return .literal(try Evaluator.evaluate(folded, JSONValue.null))
     }
 }
 
@@ -94,13 +99,26 @@ extension ExpressionNode {
 
 // MARK: - Evaluation
 
+/// What an expression reads its paths from: a parsed value, or an event that may still hold its text.
+protocol FieldSource {
+    func lookup(_ steps: [PathStep]) -> JSONValue?
+}
+
+extension JSONValue: FieldSource {
+    func lookup(_ steps: [PathStep]) -> JSONValue? { Evaluator.lookup(steps, in: self) }
+}
+
+extension Event: FieldSource {}
+
 enum Evaluator {
-    static func evaluate(_ node: ExpressionNode, _ event: JSONValue) throws(EvaluationError) -> JSONValue {
+    static func evaluate<Source: FieldSource>(_ node: ExpressionNode, _ event: Source) throws(EvaluationError)
+        -> JSONValue
+    {
         switch node {
         case .literal(let value):
             return value
         case .path(let steps):
-            return lookup(steps, in: event) ?? .null
+            return event.lookup(steps) ?? .null
         case .array(let items):
             return .array(try items.map { (item) throws(EvaluationError) in try evaluate(item, event) })
         case .not(let operand):
@@ -138,7 +156,7 @@ enum Evaluator {
             return try truth(evaluate(condition, event), "the condition of '?:'")
                 ? try evaluate(then, event) : try evaluate(otherwise, event)
         case .exists(let steps):
-            return .bool(lookup(steps, in: event) != nil)
+            return .bool(event.lookup(steps) != nil)
         case .matches(let subject, let pattern):
             switch try evaluate(subject, event) {
             case .null: return .null

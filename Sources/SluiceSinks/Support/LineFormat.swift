@@ -34,12 +34,13 @@ public struct LineFormat: Sendable {
     }
 
     /// Appends the event's line, newline included; on a template error nothing is appended.
-    func append(_ value: JSONValue, to output: inout [UInt8]) throws(EvaluationError) {
+    func append(_ event: Event, to output: inout [UInt8]) throws(EvaluationError) {
         let start = output.count
         switch encoding {
         case .json:
-            JSONWriter.write(value, to: &output)
+            event.writeJSON(to: &output)
         case .text:
+            let value = event.value
             if let template {
                 do {
                     try template.render(value, to: &output)

@@ -21,7 +21,7 @@ struct LineWriting {
             var failed = 0
             for event in batch {
                 do {
-                    try format.append(event.value, to: &pending)
+                    try format.append(event, to: &pending)
                     ingestTimes.append(event.ingestNanos)
                 } catch {
                     failed += 1

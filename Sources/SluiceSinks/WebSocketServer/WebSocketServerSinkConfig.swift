@@ -39,11 +39,11 @@ struct WebSocketServerSink: Sink {
             messages.reserveCapacity(batch.count)
             for event in batch {
                 var bytes: [UInt8] = []
-                JSONWriter.write(event.value, to: &bytes)
+                event.writeJSON(to: &bytes)
                 messages.append(bytes)
             }
             server.broadcast(messages)
-            context.metrics.recordWritten(ingestTimes: batch.lazy.map(\.ingestNanos), at: MonotonicClock.nanos())
+            context.metrics.recordWritten(batch, at: MonotonicClock.nanos())
         }
         server.stop()
         for await _ in server.events {}

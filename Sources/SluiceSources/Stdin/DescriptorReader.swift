@@ -1,14 +1,18 @@
 internal import Dispatch
 internal import SluiceSync
+internal import Synchronization
 
 #if canImport(Glibc)
     internal import Glibc
 #endif
 
-/// Reads a file descriptor in large chunks on a thread of its own, and can be woken to stop while it waits.
+/// Reads a file descriptor in large chunks on a thread of its own, up to ``chunksAhead`` chunks ahead of the
+/// reader, and can be woken to stop while it waits.
 ///
 /// A blocking `read(2)` on a cooperative thread would take one of the two this machine has; here the wait happens
-/// in `poll(2)` on a Dispatch thread, on the descriptor and on a wake pipe that ``wake()`` writes to.
+/// in `poll(2)` on a Dispatch thread, on the descriptor and on a wake pipe that ``wake()`` writes to. Reading
+/// ahead lets the next `read(2)` overlap the decoding of the last chunk; at most ``chunksAhead`` chunks wait, so
+/// a stalled pipeline still stops reading (and the pipe pushes back on its writer).
 final class DescriptorReader: Sendable {
     /// What one read produced.
     enum Chunk: Sendable {
@@ -18,13 +22,30 @@ final class DescriptorReader: Sendable {
         case failed(String)
     }
 
+    /// Chunks read but not yet taken, at most.
+    static let chunksAhead = 2
+
     private let fileDescriptor: Int32
+    private let chunkBytes: Int
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let queue = DispatchQueue(label: "sluice.stdin")
+    /// Free places for chunks read ahead; the reading thread takes one before each read.
+    private let room = DispatchSemaphore(value: DescriptorReader.chunksAhead)
+    private let state = Mutex(State())
 
-    init(fileDescriptor: Int32) {
+    private struct State {
+        var started = false
+        var stopping = false
+        var ready: [Chunk] = []
+        /// The last chunk, once the input ended, stopped or failed: every later take returns it.
+        var final: Chunk?
+        var taker: CheckedContinuation<Chunk, Never>?
+    }
+
+    init(fileDescriptor: Int32, chunkBytes: Int) {
         self.fileDescriptor = fileDescriptor
+        self.chunkBytes = chunkBytes
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) == 0 {
             for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
@@ -42,26 +63,62 @@ final class DescriptorReader: Sendable {
         if wakeWrite >= 0 { close(wakeWrite) }
     }
 
-    /// Reads up to `limit` bytes, waiting until some arrive, the input ends, or ``wake()`` is called.
-    func read(limit: Int) async -> Chunk {
-        let chunk = await withCheckedContinuation { continuation in
-            queue.async {
-                let chunk = self.readNow(limit: limit)
-                ThreadSanitizerHandOff.send()
-                continuation.resume(returning: chunk)
+    /// The next chunk, waiting until one is read, the input ends, or ``wake()`` is called. Chunks read before a
+    /// wake are still delivered, then `.stopped`.
+    func read() async -> Chunk {
+        let chunk = await withCheckedContinuation { (continuation: CheckedContinuation<Chunk, Never>) in
+            let (taken, start) = state.locked { state -> (Chunk?, Bool) in
+                let start = !state.started
+                state.started = true
+                if !state.ready.isEmpty { return (state.ready.removeFirst(), start) }
+                if let final = state.final { return (final, start) }
+                state.taker = continuation
+                return (nil, start)
+            }
+            if start { queue.async { self.readAhead() } }
+            if let taken {
+                room.signal()
+                continuation.resume(returning: taken)
             }
         }
         ThreadSanitizerHandOff.receive()
         return chunk
     }
 
-    /// Makes a waiting ``read(limit:)`` (and every later one) return `.stopped`.
+    /// Makes the reading thread stop: a waiting ``read()`` returns `.stopped` once the chunks already read are taken.
     func wake() {
+        state.locked { $0.stopping = true }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
+        room.signal()
     }
 
-    private func readNow(limit: Int) -> Chunk {
+    /// The reading thread: reads chunks while there is room for them, until the input ends, fails or is stopped.
+    private func readAhead() {
+        while true {
+            room.wait()
+            let chunk = state.locked { $0.stopping } ? .stopped : readNow()
+            let final: Bool
+            if case .data = chunk { final = false } else { final = true }
+            let taker = state.locked { state -> CheckedContinuation<Chunk, Never>? in
+                if final { state.final = chunk }
+                if let taker = state.taker {
+                    state.taker = nil
+                    return taker
+                }
+                if !final { state.ready.append(chunk) }
+                return nil
+            }
+            if let taker {
+                room.signal()
+                ThreadSanitizerHandOff.send()
+                taker.resume(returning: chunk)
+            }
+            if final { return }
+        }
+    }
+
+    private func readNow() -> Chunk {
         var descriptors = [
             pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
@@ -76,9 +133,9 @@ final class DescriptorReader: Sendable {
             if descriptors[0].revents != 0 { break }
         }
         var failure: Int32 = 0
-        let bytes = [UInt8](unsafeUninitializedCapacity: limit) { buffer, count in
+        let bytes = [UInt8](unsafeUninitializedCapacity: chunkBytes) { buffer, count in
             while true {
-                let got = Glibc.read(fileDescriptor, buffer.baseAddress, limit)
+                let got = Glibc.read(fileDescriptor, buffer.baseAddress, chunkBytes)
                 if got < 0, errno == EINTR { continue }
                 if got < 0 { failure = errno }
                 count = max(0, got)

@@ -11,6 +11,7 @@ struct MessageDecoder {
     let sourceID: String
     let log: Logger
     private var errors = RateLimitedReporter()
+    private var scanner = CanonicalJSONScanner()
 
     init(decoding: EventDecoding, splitArrays: Bool, sourceID: String, log: Logger) {
         self.decoding = decoding
@@ -26,10 +27,10 @@ struct MessageDecoder {
         var received = 0
         var discards = DiscardCounts()
         for message in messages {
-            let value: JSONValue
+            let event: Event
             do {
-                value = try message.bytes.withUnsafeBufferPointer { (bytes) throws(JSONError) in
-                    try decoding.decode(bytes)
+                event = try message.bytes.withUnsafeBufferPointer { (bytes) throws(JSONError) in
+                    try decoding.decodeEvent(bytes, scanner: &scanner, ingestNanos: now)
                 }
             } catch {
                 received += 1
@@ -41,12 +42,14 @@ struct MessageDecoder {
                 }
                 continue
             }
-            if splitArrays, case .array(let items) = value {
+            if splitArrays, message.bytes.first == UInt8(ascii: "[") || !event.isText,
+                case .array(let items) = event.value
+            {
                 received += items.count
                 batch.append(contentsOf: items.map { Event($0, ingestNanos: now) })
             } else {
                 received += 1
-                batch.append(Event(value, ingestNanos: now))
+                batch.append(event)
             }
         }
         context.metrics.recordReceived(received)

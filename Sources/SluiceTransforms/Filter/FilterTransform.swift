@@ -8,7 +8,7 @@ struct FilterTransform: Transform {
     mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
         events.retainEvents { event in
             do throws(EvaluationError) {
-                switch try condition.evaluate(event.value) {
+                switch try condition.evaluate(event) {
                 case .bool(true):
                     return true
                 case .bool(false), .null:

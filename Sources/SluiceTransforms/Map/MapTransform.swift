@@ -8,16 +8,33 @@ struct MapTransform: Transform {
 
     mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
         events.retainEvents { event in
-            var value = event.value
-            // Leave the event holding a placeholder so its object is uniquely referenced and edited in place.
-            event.value = .null
-            guard apply(&value) else {
+            guard apply(&event) else {
                 discards[.error] += 1
                 return false
             }
-            event.value = value
             return true
         }
+    }
+
+    private mutating func apply(_ event: inout Event) -> Bool {
+        if config.onlySets {
+            // An event still holding its text reads its fields from it and gets new ones appended to it.
+            for (target, expression) in config.set {
+                do throws(EvaluationError) {
+                    try event.set(target, to: try expression.evaluate(event))
+                } catch {
+                    errors.report(error, in: expression.source)
+                    return false
+                }
+            }
+            return true
+        }
+        var value = event.value
+        // Leave the event holding a placeholder so its object is uniquely referenced and edited in place.
+        event.value = .null
+        guard apply(&value) else { return false }
+        event.value = value
+        return true
     }
 
     private mutating func apply(_ value: inout JSONValue) -> Bool {

@@ -50,6 +50,9 @@ public struct MapTransformConfig: TransformConfig {
         }
     }
 
+    /// True when the map only sets fields, so it can work on events that still hold their text.
+    var onlySets: Bool { rename.isEmpty && remove.isEmpty && keep.isEmpty }
+
     public func makeTransform(_ context: TransformContext) -> any Transform {
         MapTransform(config: self, errors: EvaluationErrorLog(componentID: context.id, log: context.log))
     }

@@ -1,0 +1,413 @@
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// Recognises JSON text that Sluice would write back byte for byte, so an event can keep its bytes and skip the
+/// parse and the write when no stage changes it.
+///
+/// Text is *canonical* when it is valid JSON and `JSONWriter.write(JSONReader.parse(text))` gives the same bytes.
+/// ``isCanonical(_:)`` checks a sufficient condition in one pass without allocating (after warm-up), and says
+/// "no" for anything it is not sure of; such text takes the full parse, which also finds the errors. Canonical:
+///
+/// - no whitespace outside strings;
+/// - strings of valid UTF-8 using only the escapes the writer writes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`);
+/// - object keys of ASCII only (Swift compares non-ASCII keys by canonical equivalence, bytes would not), unique,
+///   at most 64 per object;
+/// - integers of at most 18 digits other than `-0`; other numbers without exponent, of at most 15 significant
+///   digits, at least 0.0001 in magnitude, with no trailing zero after the point unless it is the only digit
+///   there: exactly the shortest form Swift prints for that double (`23.6`, `65.0`, `0.0001`);
+/// - nesting no deeper than ``JSONReader/maxDepth``.
+public struct CanonicalJSONScanner {
+    /// Room for the keys of the objects open on the current path, to find a key written twice; an object
+    /// that would overflow it is not canonical (the full parse takes it).
+    private var keys = [KeyMark](repeating: KeyMark(start: nil, count: 0, prefix: 0), count: 1024)
+
+    public init() {}
+
+    /// True when `bytes` are canonical JSON text (see the type's description).
+    public mutating func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let start = bytes.baseAddress, !bytes.isEmpty else { return false }
+        return keys.withUnsafeMutableBufferPointer { keys in
+            var cursor = Cursor(position: start, end: start + bytes.count, keys: keys)
+            return cursor.value(depth: 0) && cursor.position == cursor.end
+        }
+    }
+}
+
+/// One key of an open object: where it is, and its first eight bytes so most comparisons end without `memcmp`.
+private struct KeyMark {
+    var start: UnsafePointer<UInt8>?
+    var count: Int
+    var prefix: UInt64
+}
+
+/// The scanner's state during one text, kept in locals so the loops run in registers.
+private struct Cursor {
+    var position: UnsafePointer<UInt8>
+    let end: UnsafePointer<UInt8>
+    let keys: UnsafeMutableBufferPointer<KeyMark>
+    var keyCount = 0
+
+    init(position: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>, keys: UnsafeMutableBufferPointer<KeyMark>) {
+        self.position = position
+        self.end = end
+        self.keys = keys
+    }
+
+    static let maxKeysPerObject = 64
+
+    mutating func value(depth: Int) -> Bool {
+        guard position < end else { return false }
+        switch position.pointee {
+        case UInt8(ascii: "{"): return object(depth: depth + 1)
+        case UInt8(ascii: "["): return array(depth: depth + 1)
+        case UInt8(ascii: "\""): return string(isKey: false)
+        case UInt8(ascii: "t"): return literal("true")
+        case UInt8(ascii: "f"): return literal("false")
+        case UInt8(ascii: "n"): return literal("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return number()
+        default: return false
+        }
+    }
+
+    mutating func object(depth: Int) -> Bool {
+        guard depth <= JSONReader.maxDepth else { return false }
+        position += 1
+        guard position < end else { return false }
+        if position.pointee == UInt8(ascii: "}") {
+            position += 1
+            return true
+        }
+        let first = keyCount
+        defer { keyCount = first }
+        while true {
+            guard position < end, position.pointee == UInt8(ascii: "\"") else { return false }
+            let keyStart = position + 1
+            guard string(isKey: true) else { return false }
+            let count = position - 1 - keyStart
+            let prefix = prefix(keyStart, count)
+            for slot in first..<keyCount where keys[slot].prefix == prefix && keys[slot].count == count {
+                if count <= 8 || memcmp(keys[slot].start!, keyStart, count) == 0 { return false }
+            }
+            guard keyCount - first < Self.maxKeysPerObject, keyCount < keys.count else { return false }
+            keys[keyCount] = KeyMark(start: keyStart, count: count, prefix: prefix)
+            keyCount += 1
+            guard position < end, position.pointee == UInt8(ascii: ":") else { return false }
+            position += 1
+            guard value(depth: depth), position < end else { return false }
+            let byte = position.pointee
+            position += 1
+            if byte == UInt8(ascii: "}") { return true }
+            guard byte == UInt8(ascii: ",") else { return false }
+        }
+    }
+
+    func prefix(_ start: UnsafePointer<UInt8>, _ count: Int) -> UInt64 {
+        if end - start >= 8 {
+            let word = UnsafeRawPointer(start).loadUnaligned(as: UInt64.self)
+            return count >= 8 ? word : word & ((1 << UInt64(count * 8)) &- 1)
+        }
+        var word: UInt64 = 0
+        for offset in 0..<min(count, 8) { word |= UInt64(start[offset]) << UInt64(offset * 8) }
+        return word
+    }
+
+    mutating func array(depth: Int) -> Bool {
+        guard depth <= JSONReader.maxDepth else { return false }
+        position += 1
+        guard position < end else { return false }
+        if position.pointee == UInt8(ascii: "]") {
+            position += 1
+            return true
+        }
+        while true {
+            guard value(depth: depth), position < end else { return false }
+            let byte = position.pointee
+            position += 1
+            if byte == UInt8(ascii: "]") { return true }
+            guard byte == UInt8(ascii: ",") else { return false }
+        }
+    }
+
+    mutating func literal(_ word: StaticString) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard end - position >= count, memcmp(position, word.utf8Start, count) == 0 else { return false }
+        position += count
+        return true
+    }
+
+    mutating func string(isKey: Bool) -> Bool {
+        position += 1
+        while true {
+            position = PlainBytes.skip(from: position, to: end)
+            guard position < end else { return false }
+            let byte = position.pointee
+            if byte == UInt8(ascii: "\"") {
+                position += 1
+                return true
+            }
+            if byte == UInt8(ascii: "\\") {
+                guard end - position >= 2 else { return false }
+                switch position[1] {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"),
+                    UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    position += 2
+                default:
+                    // `\/` and `\u` escapes are valid, but the writer would write them differently.
+                    return false
+                }
+            } else if byte < 0x20 || isKey || !utf8Sequence() {
+                return false
+            }
+        }
+    }
+
+    /// Steps over one well-formed UTF-8 sequence of two to four bytes (Unicode, table 3-7).
+    mutating func utf8Sequence() -> Bool {
+        let length: Int
+        var low: UInt8 = 0x80
+        var high: UInt8 = 0xBF
+        switch position.pointee {
+        case 0xC2...0xDF: length = 2
+        case 0xE0:
+            length = 3
+            low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED:
+            length = 3
+            high = 0x9F
+        case 0xF0:
+            length = 4
+            low = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4:
+            length = 4
+            high = 0x8F
+        default: return false
+        }
+        guard end - position >= length, position[1] >= low, position[1] <= high else { return false }
+        for offset in 2..<length where position[offset] & 0xC0 != 0x80 { return false }
+        position += length
+        return true
+    }
+
+    mutating func digits() -> Int {
+        let start = position
+        // Numbers here are short: a plain loop beats the eight-byte one (measured).
+        while position < end, position.pointee &- UInt8(ascii: "0") < 10 { position += 1 }
+        return position - start
+    }
+
+    mutating func number() -> Bool {
+        let negative = position.pointee == UInt8(ascii: "-")
+        if negative { position += 1 }
+        let integerStart = position
+        let integerDigits = digits()
+        guard integerDigits > 0 else { return false }
+        let integerIsZero = integerStart.pointee == UInt8(ascii: "0")
+        let hasPoint = position < end && position.pointee == UInt8(ascii: ".")
+        // A leading zero is invalid; `-0` reads as the integer 0 and is written `0`.
+        if integerIsZero, integerDigits > 1 || (negative && !hasPoint) { return false }
+        guard hasPoint else { return integerDigits <= 18 && !atExponent }
+        position += 1
+        let fractionStart = position
+        let fractionDigits = digits()
+        guard fractionDigits > 0, !atExponent else { return false }
+        if fractionDigits == 1, fractionStart.pointee == UInt8(ascii: "0") { return integerDigits <= 15 }
+        guard position[-1] != UInt8(ascii: "0") else { return false }
+        if !integerIsZero { return integerDigits + fractionDigits <= 15 }
+        var zeros = 0
+        while fractionStart[zeros] == UInt8(ascii: "0") { zeros += 1 }
+        return zeros <= 3 && fractionDigits - zeros <= 15
+    }
+
+    var atExponent: Bool { position < end && position.pointee | 0x20 == UInt8(ascii: "e") }
+}
+
+/// Skipping the bytes of a string that need no attention, eight at a time.
+enum PlainBytes {
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// The first position from `start` holding a quote, a backslash, a control character or a non-ASCII byte,
+    /// or `end`.
+    @inline(__always)
+    static func skip(from start: UnsafePointer<UInt8>, to end: UnsafePointer<UInt8>) -> UnsafePointer<UInt8> {
+        var position = start
+        while end - position >= 8 {
+            let word = UnsafeRawPointer(position).loadUnaligned(as: UInt64.self)
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            // A byte below 0x20 borrows in `word - 0x20...`; a zero byte of `quote`/`backslash` borrows in `- ones`.
+            // Borrows only run upwards, so the lowest flag marks the first such byte (little-endian: first in memory).
+            let flags =
+                (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                    | word) & highs
+            if flags != 0 { return position + flags.trailingZeroBitCount / 8 }
+            position += 8
+        }
+        while position < end {
+            let byte = position.pointee
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
+            position += 1
+        }
+        return position
+    }
+
+    /// The first position from `start` not holding an ASCII digit, or `end`.
+    @inline(__always)
+    static func skipDigits(from start: UnsafePointer<UInt8>, to end: UnsafePointer<UInt8>) -> UnsafePointer<UInt8> {
+        var position = start
+        while end - position >= 8 {
+            let word = UnsafeRawPointer(position).loadUnaligned(as: UInt64.self)
+            // A digit is 0x30...0x39: high nibble 3, and adding 6 keeps it 3. A carry out of a byte only happens
+            // for bytes >= 0xFA, which are flagged themselves, so the lowest flagged byte is the first non-digit.
+            let notDigits =
+                ((word & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030)
+                | (((word &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030)
+            if notDigits != 0 { return position + notDigits.trailingZeroBitCount / 8 }
+            position += 8
+        }
+        while position < end, position.pointee &- UInt8(ascii: "0") < 10 { position += 1 }
+        return position
+    }
+}
+
+/// Reading fields out of canonical JSON text without parsing the rest of it.
+enum CanonicalJSON {
+    /// Where a path leads in a text.
+    enum Lookup {
+        /// The byte range of the value at the path.
+        case found(Range<Int>)
+        /// A key is missing, an index out of range, or a step meets something that is not an object or array.
+        case missing
+        /// A key that cannot be compared as bytes (non-ASCII, or needing an escape): parse the text instead.
+        case unsupported
+    }
+
+    /// Follows `steps` through `text`, which must be canonical.
+    static func find(_ steps: [PathStep], in text: UnsafeBufferPointer<UInt8>) -> Lookup {
+        var range = 0..<text.count
+        for step in steps {
+            switch step {
+            case .key(let key):
+                guard text[range.lowerBound] == UInt8(ascii: "{") else { return .missing }
+                guard case .found(let value) = field(key, inObjectAt: range.lowerBound, of: text) else {
+                    return field(key, inObjectAt: range.lowerBound, of: text)
+                }
+                range = value
+            case .index(let index):
+                guard text[range.lowerBound] == UInt8(ascii: "[") else { return .missing }
+                var items: [Range<Int>] = []
+                var position = range.lowerBound + 1
+                if text[position] != UInt8(ascii: "]") {
+                    while true {
+                        let end = skipValue(at: position, in: text)
+                        items.append(position..<end)
+                        if text[end] == UInt8(ascii: "]") { break }
+                        position = end + 1
+                    }
+                }
+                let wanted = index < 0 ? items.count + index : index
+                guard items.indices.contains(wanted) else { return .missing }
+                range = items[wanted]
+            }
+        }
+        return .found(range)
+    }
+
+    /// The value of `key` in the object starting at `start`.
+    static func field(_ key: String, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>) -> Lookup {
+        var key = key
+        return key.withUTF8 { key in
+            guard key.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }) else { return .unsupported }
+            return field(bytes: key, inObjectAt: start, of: text)
+        }
+    }
+
+    /// The value of `key`, plain ASCII bytes as canonical text writes them, in the object starting at `start`.
+    private static func field(
+        bytes key: UnsafeBufferPointer<UInt8>, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>
+    ) -> Lookup {
+        var position = start + 1
+        guard text[position] != UInt8(ascii: "}") else { return .missing }
+        let base = text.baseAddress!
+        while true {
+            let keyEnd = skipString(at: position, in: text)
+            let matches =
+                keyEnd - position - 2 == key.count
+                && (key.isEmpty || memcmp(base + position + 1, key.baseAddress!, key.count) == 0)
+            let valueStart = keyEnd + 1
+            let valueEnd = skipValue(at: valueStart, in: text)
+            if matches { return .found(valueStart..<valueEnd) }
+            guard text[valueEnd] == UInt8(ascii: ",") else { return .missing }
+            position = valueEnd + 1
+        }
+    }
+
+    /// The index just past the value starting at `start`.
+    static func skipValue(at start: Int, in text: UnsafeBufferPointer<UInt8>) -> Int {
+        switch text[start] {
+        case UInt8(ascii: "\""):
+            return skipString(at: start, in: text)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            var position = start
+            while true {
+                switch text[position] {
+                case UInt8(ascii: "\""):
+                    position = skipString(at: position, in: text)
+                    continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    if depth == 0 { return position + 1 }
+                default:
+                    break
+                }
+                position += 1
+            }
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            // Canonical numbers are `-?digits(.digits)?`.
+            let base = text.baseAddress!
+            let end = base + text.count
+            var position = PlainBytes.skipDigits(from: base + start + 1, to: end)
+            if position < end, position.pointee == UInt8(ascii: ".") {
+                position = PlainBytes.skipDigits(from: position + 1, to: end)
+            }
+            return position - base
+        default:
+            // A literal runs to the next delimiter or the end.
+            var position = start + 1
+            while position < text.count {
+                let byte = text[position]
+                if byte == UInt8(ascii: ",") || byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]") { break }
+                position += 1
+            }
+            return position
+        }
+    }
+
+    /// The index just past the string whose opening quote is at `start`.
+    private static func skipString(at start: Int, in text: UnsafeBufferPointer<UInt8>) -> Int {
+        let base = text.baseAddress!
+        var position = base + start + 1
+        while true {
+            position = PlainBytes.skip(from: position, to: base + text.count)
+            let byte = position.pointee
+            if byte == UInt8(ascii: "\"") { return position - base + 1 }
+            position += byte == UInt8(ascii: "\\") ? 2 : 1
+        }
+    }
+
+    /// Appends `"key":value` to the canonical object `text`, which must not have `key`; the result is canonical.
+    static func appendField(_ key: String, _ value: JSONValue, to text: inout [UInt8]) {
+        text.removeLast()
+        if text.count > 1 { text.append(UInt8(ascii: ",")) }
+        JSONWriter.writeString(key, to: &text)
+        text.append(UInt8(ascii: ":"))
+        JSONWriter.write(value, to: &text)
+        text.append(UInt8(ascii: "}"))
+    }
+}

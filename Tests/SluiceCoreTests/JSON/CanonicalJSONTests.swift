@@ -1,0 +1,158 @@
+import Foundation
+import SluiceCore
+import SluiceTesting
+import Testing
+
+/// Events keep canonical JSON text instead of a parsed value, so the scanner must never call text canonical that
+/// the writer would write differently, and fields read from text must equal those of the parsed value.
+struct CanonicalJSONTests {
+    /// True when the scanner accepts `text`; when it does, checks that the writer writes exactly `text` back.
+    func canonical(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        var scanner = CanonicalJSONScanner()
+        let bytes = Array(text.utf8)
+        let accepted = bytes.withUnsafeBufferPointer { scanner.isCanonical($0) }
+        if accepted {
+            let value = try? JSONReader.parse(bytes)
+            #expect(value != nil, "accepted invalid JSON \(text)", sourceLocation: sourceLocation)
+            if let value {
+                #expect(JSONWriter.string(value) == text, "accepted \(text)", sourceLocation: sourceLocation)
+            }
+        }
+        return accepted
+    }
+
+    @Test func machineWrittenEventsAreCanonical() {
+        for text in [
+            #"{"device":"dev-0001","seq":0,"ts":"2026-11-30T12:00:00.001Z","lat":52.508706,"temperature":22.2}"#,
+            #"{"a":[1,-2,0,0.0,-0.0,65.0,0.5,0.0001,123456789012345,-9223372036854775,true,false,null]}"#,
+            #"{"nested":{"deep":{"x":"y"}},"empty":{},"list":[],"s":""}"#,
+            #"{"escapes":"quote \" backslash \\ newline \n tab \t cr \r bs \b ff \f"}"#,
+            "{\"unicode\":\"é ü 日本 🎉 \u{7F}\"}",
+            #"[1,2,3]"#, #""just a string""#, "42", "true", "null",
+        ] {
+            #expect(canonical(text), "\(text)")
+        }
+    }
+
+    @Test func textTheWriterWouldWriteDifferentlyIsNot() {
+        for text in [
+            #"{"a": 1}"#, #" {"a":1}"#, #"{"a":1} "#, "{\"a\":1}\r", #"[1, 2]"#,  // whitespace
+            #"{"a":1,"a":2}"#, #"{"k":{"x":1,"x":1}}"#, #"{"abcdefghij":1,"abcdefghij":2}"#,  // duplicate keys
+            #"{"é":1}"#,  // a non-ASCII key: Swift compares those by canonical equivalence
+            "-0", "1.50", "1e5", "1E5", "1.0e1", "0.00001", "1234567890123456.5", "0.1234567890123456",
+            "12345678901234567890",  // not an Int64
+            #""\u0041""#, #""\/""#, #""\u00e9""#,  // escapes the writer does not write
+        ] {
+            #expect(!canonical(text), "\(text)")
+        }
+    }
+
+    @Test func invalidTextIsNever() {
+        for text in [
+            "", "{", "}", #"{"a"}"#, #"{"a":}"#, #"{"a":1,}"#, "[1,]", "01", "1.", ".5", "-", "tru", "nul",
+            #""abc"#, "\"a\u{1}\"", #"{"a":1}x"#, "[1]]", "NaN",
+        ] {
+            #expect(!canonical(text), "\(text)")
+        }
+        var scanner = CanonicalJSONScanner()
+        for bytes: [UInt8] in [
+            [0x22, 0xC3, 0x22],  // truncated sequence
+            [0x22, 0xC0, 0xAF, 0x22],  // overlong '/'
+            [0x22, 0xED, 0xA0, 0x80, 0x22],  // encoded surrogate
+            [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22],  // above U+10FFFF
+            [0x22, 0xFF, 0x22],
+        ] {
+            #expect(!bytes.withUnsafeBufferPointer { scanner.isCanonical($0) })
+        }
+        let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+        #expect(!canonical(deep))
+    }
+
+    /// Every file of JSONTestSuite: what the scanner accepts parses and is written back byte for byte.
+    @Test func theConformanceCorpusNeverFoolsTheScanner() throws {
+        var scanner = CanonicalJSONScanner()
+        var accepted = 0
+        for name in try JSONConformanceTests.files() {
+            let bytes = try [UInt8](Data(contentsOf: JSONConformanceTests.directory.appendingPathComponent(name)))
+            guard bytes.withUnsafeBufferPointer({ scanner.isCanonical($0) }) else { continue }
+            accepted += 1
+            let value = try JSONReader.parse(bytes)
+            var written: [UInt8] = []
+            JSONWriter.write(value, to: &written)
+            #expect(written == bytes, "\(name)")
+            #expect(!name.hasPrefix("n_"), "\(name)")
+        }
+        #expect(accepted > 20)
+    }
+
+    /// Doubles as the simulator rounds them, in their shortest form: canonical whenever they have at most 15
+    /// significant digits and no exponent, and always written back as they are.
+    @Test func shortestDoublesAreCanonical() {
+        var generator = SplitMix64(seed: 7)
+        var accepted = 0
+        for _ in 0..<20_000 {
+            let digits = Int(generator.next() % 7)
+            let magnitude =
+                Double(Int64(generator.next() % 2_000_000_000) - 1_000_000_000) / pow(10, Double(digits + 3))
+            let text = magnitude.description
+            if canonical(text) { accepted += 1 }
+        }
+        #expect(accepted > 19_000)
+    }
+
+    @Test func fieldsReadFromTextEqualFieldsOfTheValue() throws {
+        let text = #"{"a":{"b":[10,{"c":"x\"y,}]"}],"e\"q":1},"s":"{\"a\":2}","n":-1.5,"t":true,"z":null,"last":[]}"#
+        let event = Event(canonicalJSON: Array(text.utf8))
+        let value = try JSONReader.parse(text)
+        let paths: [[PathStep]] = [
+            [.key("a")], [.key("a"), .key("b")], [.key("a"), .key("b"), .index(0)], [.key("a"), .key("b"), .index(-1)],
+            [.key("a"), .key("b"), .index(1), .key("c")], [.key("a"), .key("b"), .index(2)], [.key("a"), .key("e\"q")],
+            [.key("s")], [.key("s"), .key("a")], [.key("n")], [.key("t")], [.key("z")], [.key("last")],
+            [.key("last"), .index(0)], [.key("missing")], [.key("n"), .key("x")], [], [.key("é")], [.key("\u{212A}")],
+        ]
+        for path in paths {
+            #expect(event.lookup(path) == Event(value).lookup(path), "\(path)")
+        }
+        #expect(event.isText)
+    }
+
+    @Test func settingANewFieldAppendsToTheTextAndAnOldOneParses() throws {
+        var event = Event(canonicalJSON: Array(#"{"a":1}"#.utf8), ingestNanos: 5)
+        try event.set(try #require(EventPath("b")), to: .string("x\n"))
+        #expect(event.isText)
+        var written: [UInt8] = []
+        event.writeJSON(to: &written)
+        #expect(String(decoding: written, as: UTF8.self) == #"{"a":1,"b":"x\n"}"#)
+
+        var empty = Event(canonicalJSON: Array("{}".utf8))
+        try empty.set(try #require(EventPath("k")), to: 1)
+        #expect(empty.isText && empty.value == ["k": 1])
+
+        try event.set(try #require(EventPath("a")), to: 2)
+        #expect(!event.isText)
+        #expect(event.value == ["a": 2, "b": "x\n"])
+        #expect(event == Event(["a": 2, "b": "x\n"], ingestNanos: 5))
+
+        var nested = Event(canonicalJSON: Array(#"{"a":1}"#.utf8))
+        try nested.set(try #require(EventPath("p.q")), to: true)
+        #expect(nested.value == ["a": 1, "p": ["q": true]])
+
+        var array = Event(canonicalJSON: Array("[1]".utf8))
+        #expect(throws: EvaluationError("cannot set b: the event is an array, not an object")) {
+            try array.set(try #require(EventPath("b")), to: 1)
+        }
+    }
+}
+
+/// A small seeded generator for test data.
+private struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
