@@ -28,6 +28,12 @@ public struct RunOutcome: Sendable, Equatable {
 /// Runs a ``PipelineDefinition``: one task per component, an ``EventBuffer`` on every transform's and sink's
 /// input, and a ``MetricsReporter`` alongside.
 ///
+/// Chained transforms are fused: a transform with the default buffer whose only input is a transform that feeds
+/// nothing else runs in that transform's task, on the same batch, with no buffer or hop between them (as sync
+/// transforms do in Vector and processors in Benthos). Its metrics are kept as usual; its `buffer` is null and
+/// `runs_in` names the task's first transform. A `buffer` other than the default keeps a transform in a task of
+/// its own.
+///
 /// The run ends when every source has ended and every buffer has drained. ``stop()`` makes sources stop reading;
 /// what they already sent still drains to the sinks.
 public final class PipelineRunner: Sendable {
@@ -59,28 +65,43 @@ public final class PipelineRunner: Sendable {
     /// Runs the pipeline to the end; `reporter` reports periodically during the run and once more at the end.
     public func run(reporter: MetricsReporter?) async -> RunOutcome {
         let metricsByID = Dictionary(uniqueKeysWithValues: metrics.map { ($0.id, $0) })
+        let fused = fusedTransforms()
         var buffers: [String: EventBuffer] = [:]
-        for component in definition.components where component.kind != .source {
+        for component in definition.components where component.kind != .source && fused[component.id] == nil {
             buffers[component.id] = EventBuffer(
                 policy: component.buffer ?? .default, producers: component.inputs.count,
                 owner: metricsByID[component.id]!)
         }
         let periodic = Task { await reporter?.runPeriodically() }
         await withTaskGroup(of: Void.self) { group in
-            for component in definition.components {
+            for component in definition.components where fused[component.id] == nil {
                 let metrics = metricsByID[component.id]!
-                let output = EventOutput(
-                    targets: definition.consumers(of: component.id).map { buffers[$0]! }, metrics: metrics)
+                /// The edge out of `id` into its consumers' buffers; it counts what `id` sends.
+                func output(of id: String) -> EventOutput {
+                    EventOutput(
+                        targets: definition.consumers(of: id).map { buffers[$0]! }, metrics: metricsByID[id]!)
+                }
                 switch component.blueprint {
                 case .source(let config):
                     let context = SourceContext(
-                        id: component.id, output: output, metrics: metrics, log: environment.log, stop: stopSignal,
-                        standardInput: environment.standardInput)
+                        id: component.id, output: output(of: component.id), metrics: metrics, log: environment.log,
+                        stop: stopSignal, standardInput: environment.standardInput)
                     group.addTask { await self.runSource(config.makeSource(), context) }
-                case .transform(let config):
+                case .transform:
+                    // This transform and those fused after it, in order.
+                    var stages: [TransformStage] = []
+                    var member: ComponentDefinition? = component
+                    while let current = member, case .transform(let config) = current.blueprint {
+                        let transform = config.makeTransform(TransformContext(id: current.id, log: environment.log))
+                        stages.append(TransformStage(transform: transform, metrics: metricsByID[current.id]!))
+                        if current.id != component.id {
+                            metricsByID[current.id]!.provideDetails { ["runs_in": .string(component.id)] }
+                        }
+                        member = definition.components.first { fused[$0.id] == current.id }
+                    }
                     let input = buffers[component.id]!
-                    let transform = config.makeTransform(TransformContext(id: component.id, log: environment.log))
-                    group.addTask { await self.runTransform(transform, input, output, metrics) }
+                    let chainOutput = output(of: stages.last!.metrics.id)
+                    group.addTask { await self.runTransforms(stages, input, chainOutput) }
                 case .sink(let config):
                     let input = buffers[component.id]!
                     let context = SinkContext(
@@ -105,14 +126,37 @@ public final class PipelineRunner: Sendable {
         context.output.finish()
     }
 
-    private func runTransform(
-        _ transform: any Transform, _ input: EventBuffer, _ output: EventOutput, _ metrics: ComponentMetrics
-    ) async {
-        var transform = transform
+    /// The transforms that run in their input's task, each mapped to that input's id (see the type's notes).
+    private func fusedTransforms() -> [String: String] {
+        let kinds = Dictionary(uniqueKeysWithValues: definition.components.map { ($0.id, $0.kind) })
+        var fused: [String: String] = [:]
+        for component in definition.components where component.kind == .transform {
+            guard component.buffer == nil || component.buffer == .default, component.inputs.count == 1,
+                let input = component.inputs.first, kinds[input] == .transform,
+                definition.consumers(of: input) == [component.id]
+            else { continue }
+            fused[component.id] = input
+        }
+        return fused
+    }
+
+    /// One transform of a task that runs a chain of them, with its counters.
+    private struct TransformStage {
+        var transform: any Transform
+        let metrics: ComponentMetrics
+    }
+
+    private func runTransforms(_ stages: [TransformStage], _ input: EventBuffer, _ output: EventOutput) async {
+        var stages = stages
         while var batch = await input.next() {
-            var discards = DiscardCounts()
-            transform.process(&batch, discards: &discards)
-            metrics.recordDiscarded(discards)
+            for index in stages.indices {
+                // The first stage's input buffer counts what it receives, and `output` what the last one sends.
+                if index > 0 { stages[index].metrics.recordReceived(batch.count) }
+                var discards = DiscardCounts()
+                stages[index].transform.process(&batch, discards: &discards)
+                stages[index].metrics.recordDiscarded(discards)
+                if index < stages.count - 1 { stages[index].metrics.recordSent(batch.count) }
+            }
             await output.send(batch)
         }
         output.finish()

@@ -54,6 +54,42 @@ struct PipelineRunnerTests {
         }
     }
 
+    /// A transform with the default buffer whose only input is a transform feeding nothing else runs in that
+    /// transform's task: no buffer, `runs_in` names the task's first transform, and every component balances.
+    @Test func chainedTransformsRunFusedAndStillCountEverything() async throws {
+        let definition = try load(
+            """
+            sources:
+              in: {type: counter, count: 10000}
+            transforms:
+              a: {type: pass, inputs: [in], drop_every: 10}
+              b: {type: pass, inputs: [a], drop_every: 3}
+              c: {type: pass, inputs: [b]}
+              d: {type: pass, inputs: [c], buffer: {max_events: 50}}
+              e: {type: pass, inputs: [d]}
+              f: {type: pass, inputs: [d]}
+            sinks:
+              out: {type: collect, inputs: [e, f], into: fused}
+            """)
+        let (outcome, report) = await run(definition)
+        #expect(outcome.failures.isEmpty)
+        let byID = Dictionary(uniqueKeysWithValues: report.components.map { ($0.id, $0) })
+        // a -> b -> c fused; d has its own buffer; e and f share the input d, so each has a buffer of its own.
+        #expect(byID["a"]?.buffer != nil && byID["d"]?.buffer?.maxEvents == 50)
+        #expect(byID["e"]?.buffer != nil && byID["f"]?.buffer != nil)
+        for id in ["b", "c"] {
+            #expect(byID[id]?.buffer == nil, "\(id)")
+            #expect(byID[id]?.details["runs_in"] == .string("a"), "\(id)")
+        }
+        #expect(byID["a"]?.details["runs_in"] == nil)
+        #expect(byID["b"]?.received == 9000 && byID["b"]?.discarded[.filtered] == 3000)
+        #expect(byID["c"]?.received == 6000 && byID["c"]?.sent == 6000)
+        #expect(CollectedEvents.take("fused").count == 12000)
+        for component in report.components {
+            #expect(component.received == component.sent + component.discarded.total, "\(component.id)")
+        }
+    }
+
     @Test func dropPoliciesCountWhatTheyDiscard() async throws {
         let definition = try load(
             """
