@@ -8,20 +8,25 @@ public struct Event: Sendable {
     /// Canonical JSON text of the event's value, or empty when `parsed` holds the value.
     private var text: [UInt8]
     private var parsed: JSONValue
+    /// The top-level keys of `text`, as far as known.
+    private var topLevelKeys: KeySignature
     /// When a source created the event, in ``MonotonicClock`` nanoseconds; sinks measure latency from it.
     public var ingestNanos: UInt64
 
     public init(_ value: JSONValue, ingestNanos: UInt64 = 0) {
         text = []
         parsed = value
+        topLevelKeys = .unknown
         self.ingestNanos = ingestNanos
     }
 
-    /// An event holding `text`, which must be canonical JSON text (``CanonicalJSONScanner`` says which is).
-    public init(canonicalJSON text: [UInt8], ingestNanos: UInt64 = 0) {
+    /// An event holding `text`, which must be exactly what ``JSONWriter`` writes for its value, with ASCII keys
+    /// (``CanonicalJSONScanner`` recognises such text), and the top-level keys it has, if known.
+    public init(canonicalJSON text: [UInt8], topLevelKeys: KeySignature = .unknown, ingestNanos: UInt64 = 0) {
         assert(!text.isEmpty)
         self.text = text
         parsed = .null
+        self.topLevelKeys = topLevelKeys
         self.ingestNanos = ingestNanos
     }
 
@@ -50,7 +55,7 @@ public struct Event: Sendable {
     public func lookup(_ steps: [PathStep]) -> JSONValue? {
         guard !text.isEmpty else { return Evaluator.lookup(steps, in: parsed) }
         return text.withUnsafeBufferPointer { text in
-            switch CanonicalJSON.find(steps, in: text) {
+            switch CanonicalJSON.find(steps, in: text, topLevelKeys: topLevelKeys) {
             case .found(let range): return try? JSONReader.parse(UnsafeBufferPointer(rebasing: text[range]))
             case .missing: return nil
             case .unsupported: return Evaluator.lookup(steps, in: (try? JSONReader.parse(text)) ?? .null)
@@ -62,11 +67,18 @@ public struct Event: Sendable {
     /// to the text; anything else parses the event and sets the value like ``EventPath/set(_:in:)``.
     public mutating func set(_ path: EventPath, to newValue: JSONValue) throws(EvaluationError) {
         if path.keys.count == 1, !text.isEmpty, text[0] == UInt8(ascii: "{") {
-            let absent = text.withUnsafeBufferPointer { text in
-                if case .missing = CanonicalJSON.field(path.keys[0], inObjectAt: 0, of: text) { return true }
-                return false
+            var key = path.keys[0]
+            let appended = key.withUTF8 { key in
+                guard CanonicalJSON.isPlain(key) else { return false }
+                if topLevelKeys.mayContain(key) {
+                    let lookup = text.withUnsafeBufferPointer { CanonicalJSON.field(bytes: key, inObjectAt: 0, of: $0) }
+                    guard case .missing = lookup else { return false }
+                }
+                CanonicalJSON.appendField(key, newValue, to: &text)
+                topLevelKeys.insert(key)
+                return true
             }
-            if absent { return CanonicalJSON.appendField(path.keys[0], newValue, to: &text) }
+            if appended { return }
         }
         var value = self.value
         self.value = .null

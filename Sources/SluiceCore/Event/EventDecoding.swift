@@ -22,7 +22,9 @@ public enum EventDecoding: String, ConfigChoice {
     ) throws(JSONError) -> Event {
         switch self {
         case .json:
-            if scanner.isCanonical(bytes) { return Event(canonicalJSON: Array(bytes), ingestNanos: ingestNanos) }
+            if scanner.isCanonical(bytes) {
+                return Event(canonicalJSON: Array(bytes), topLevelKeys: scanner.topLevelKeys, ingestNanos: ingestNanos)
+            }
             return Event(try JSONReader.parse(bytes), ingestNanos: ingestNanos)
         case .text:
             var text: [UInt8] = []

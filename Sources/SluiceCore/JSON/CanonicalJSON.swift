@@ -22,15 +22,72 @@ public struct CanonicalJSONScanner {
     /// that would overflow it is not canonical (the full parse takes it).
     private var keys = [KeyMark](repeating: KeyMark(start: nil, count: 0, prefix: 0), count: 1024)
 
+    /// The ``KeySignature`` of the top-level keys of the last text found canonical.
+    public private(set) var topLevelKeys = KeySignature.unknown
+
     public init() {}
 
     /// True when `bytes` are canonical JSON text (see the type's description).
     public mutating func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let start = bytes.baseAddress, !bytes.isEmpty else { return false }
-        return keys.withUnsafeMutableBufferPointer { keys in
+        let (canonical, signature) = keys.withUnsafeMutableBufferPointer { keys in
             var cursor = Cursor(position: start, end: start + bytes.count, keys: keys)
-            return cursor.value(depth: 0) && cursor.position == cursor.end
+            return (cursor.value(depth: 0) && cursor.position == cursor.end, cursor.topLevelKeys)
         }
+        topLevelKeys = signature
+        return canonical
+    }
+}
+
+/// A set of object keys as 128 bits, one per key picked by a hash of its bytes: a key whose bit is clear is surely
+/// not there, so a map that adds a field to an event's text need not search it (with 30 keys, about one search in
+/// five is still needed). Built for the top-level keys of the text the scanner checks; ``unknown`` (every bit set)
+/// when nobody counted.
+public struct KeySignature: Sendable, Hashable {
+    var low: UInt64
+    var high: UInt64
+
+    /// Says every key may be there.
+    public static let unknown = KeySignature(low: ~0, high: ~0)
+    static let empty = KeySignature(low: 0, high: 0)
+
+    init(low: UInt64, high: UInt64) {
+        self.low = low
+        self.high = high
+    }
+
+    /// The signature of these keys, for a source that writes text with known keys (ASCII needing no escape).
+    public init(keys: [String]) {
+        self = .empty
+        for var key in keys { key.withUTF8 { insert($0) } }
+    }
+
+    /// False only when `key`, its bytes as canonical text writes them, is surely not in the set.
+    func mayContain(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        let (word, bit) = Self.position(key)
+        return (word ? high : low) & bit != 0
+    }
+
+    mutating func insert(_ key: UnsafeBufferPointer<UInt8>) {
+        let (word, bit) = Self.position(key)
+        insert(word: word, bit: bit)
+    }
+
+    @inline(__always)
+    mutating func insert(word: Bool, bit: UInt64) {
+        if word { high |= bit } else { low |= bit }
+    }
+
+    private static func position(_ key: UnsafeBufferPointer<UInt8>) -> (high: Bool, bit: UInt64) {
+        guard let start = key.baseAddress else { return (false, 1) }
+        return position(prefix: KeyMark.prefix(start, key.count, readable: key.count), count: key.count)
+    }
+
+    /// The word and bit of a key with these first eight bytes and this length.
+    @inline(__always)
+    static func position(prefix: UInt64, count: Int) -> (high: Bool, bit: UInt64) {
+        let mixed = (prefix ^ (UInt64(truncatingIfNeeded: count) &* 0x9E37_79B9)) &* 0x9E37_79B9_7F4A_7C15
+        return (mixed >> 63 != 0, 1 << ((mixed >> 57) & 63))
     }
 }
 
@@ -39,6 +96,18 @@ private struct KeyMark {
     var start: UnsafePointer<UInt8>?
     var count: Int
     var prefix: UInt64
+
+    /// The first (up to) eight bytes of a key as a little-endian word; `readable` bytes may be loaded from `start`.
+    @inline(__always)
+    static func prefix(_ start: UnsafePointer<UInt8>, _ count: Int, readable: Int) -> UInt64 {
+        if readable >= 8 {
+            let word = UnsafeRawPointer(start).loadUnaligned(as: UInt64.self)
+            return count >= 8 ? word : word & ((1 << UInt64(count * 8)) &- 1)
+        }
+        var word: UInt64 = 0
+        for offset in 0..<min(count, 8) { word |= UInt64(start[offset]) << UInt64(offset * 8) }
+        return word
+    }
 }
 
 /// The scanner's state during one text, kept in locals so the loops run in registers.
@@ -47,6 +116,7 @@ private struct Cursor {
     let end: UnsafePointer<UInt8>
     let keys: UnsafeMutableBufferPointer<KeyMark>
     var keyCount = 0
+    var topLevelKeys = KeySignature.empty
 
     init(position: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>, keys: UnsafeMutableBufferPointer<KeyMark>) {
         self.position = position
@@ -85,7 +155,11 @@ private struct Cursor {
             let keyStart = position + 1
             guard string(isKey: true) else { return false }
             let count = position - 1 - keyStart
-            let prefix = prefix(keyStart, count)
+            let prefix = KeyMark.prefix(keyStart, count, readable: end - keyStart)
+            if depth == 1 {
+                let (word, bit) = KeySignature.position(prefix: prefix, count: count)
+                topLevelKeys.insert(word: word, bit: bit)
+            }
             for slot in first..<keyCount where keys[slot].prefix == prefix && keys[slot].count == count {
                 if count <= 8 || memcmp(keys[slot].start!, keyStart, count) == 0 { return false }
             }
@@ -100,16 +174,6 @@ private struct Cursor {
             if byte == UInt8(ascii: "}") { return true }
             guard byte == UInt8(ascii: ",") else { return false }
         }
-    }
-
-    func prefix(_ start: UnsafePointer<UInt8>, _ count: Int) -> UInt64 {
-        if end - start >= 8 {
-            let word = UnsafeRawPointer(start).loadUnaligned(as: UInt64.self)
-            return count >= 8 ? word : word & ((1 << UInt64(count * 8)) &- 1)
-        }
-        var word: UInt64 = 0
-        for offset in 0..<min(count, 8) { word |= UInt64(start[offset]) << UInt64(offset * 8) }
-        return word
     }
 
     mutating func array(depth: Int) -> Bool {
@@ -273,7 +337,9 @@ enum PlainBytes {
     }
 }
 
-/// Reading fields out of canonical JSON text without parsing the rest of it.
+/// Reading fields out of an event's text without parsing the rest of it. The text is canonical in the wider
+/// sense: exactly what `JSONWriter` writes for some value whose keys are ASCII (the scanner accepts a subset of
+/// such text; the simulator and `map` also write numbers with exponents and `\u` escapes).
 enum CanonicalJSON {
     /// Where a path leads in a text.
     enum Lookup {
@@ -285,16 +351,16 @@ enum CanonicalJSON {
         case unsupported
     }
 
-    /// Follows `steps` through `text`, which must be canonical.
-    static func find(_ steps: [PathStep], in text: UnsafeBufferPointer<UInt8>) -> Lookup {
+    /// Follows `steps` through `text`, which must be canonical and have `topLevelKeys` at its top level.
+    static func find(_ steps: [PathStep], in text: UnsafeBufferPointer<UInt8>, topLevelKeys: KeySignature) -> Lookup {
         var range = 0..<text.count
         for step in steps {
             switch step {
             case .key(let key):
                 guard text[range.lowerBound] == UInt8(ascii: "{") else { return .missing }
-                guard case .found(let value) = field(key, inObjectAt: range.lowerBound, of: text) else {
-                    return field(key, inObjectAt: range.lowerBound, of: text)
-                }
+                let keys = range.lowerBound == 0 ? topLevelKeys : .unknown
+                let found = field(key, inObjectAt: range.lowerBound, of: text, keys: keys)
+                guard case .found(let value) = found else { return found }
                 range = value
             case .index(let index):
                 guard text[range.lowerBound] == UInt8(ascii: "[") else { return .missing }
@@ -316,17 +382,25 @@ enum CanonicalJSON {
         return .found(range)
     }
 
-    /// The value of `key` in the object starting at `start`.
-    static func field(_ key: String, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>) -> Lookup {
+    /// The value of `key` in the object starting at `start`, whose keys are in `keys`.
+    static func field(_ key: String, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>, keys: KeySignature)
+        -> Lookup
+    {
         var key = key
         return key.withUTF8 { key in
-            guard key.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }) else { return .unsupported }
+            guard isPlain(key) else { return .unsupported }
+            guard keys.mayContain(key) else { return .missing }
             return field(bytes: key, inObjectAt: start, of: text)
         }
     }
 
+    /// True when canonical text writes `key` as its bytes: ASCII needing no escape.
+    static func isPlain(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        key.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }
+    }
+
     /// The value of `key`, plain ASCII bytes as canonical text writes them, in the object starting at `start`.
-    private static func field(
+    static func field(
         bytes key: UnsafeBufferPointer<UInt8>, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>
     ) -> Lookup {
         var position = start + 1
@@ -369,12 +443,19 @@ enum CanonicalJSON {
                 position += 1
             }
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            // Canonical numbers are `-?digits(.digits)?`.
+            // `-?digits(.digits)?`, and an exponent where the writer writes one (`1e-05`).
             let base = text.baseAddress!
             let end = base + text.count
             var position = PlainBytes.skipDigits(from: base + start + 1, to: end)
             if position < end, position.pointee == UInt8(ascii: ".") {
                 position = PlainBytes.skipDigits(from: position + 1, to: end)
+            }
+            if position < end, position.pointee | 0x20 == UInt8(ascii: "e") {
+                position += 1
+                if position < end, position.pointee == UInt8(ascii: "+") || position.pointee == UInt8(ascii: "-") {
+                    position += 1
+                }
+                position = PlainBytes.skipDigits(from: position, to: end)
             }
             return position - base
         default:
@@ -402,11 +483,12 @@ enum CanonicalJSON {
     }
 
     /// Appends `"key":value` to the canonical object `text`, which must not have `key`; the result is canonical.
-    static func appendField(_ key: String, _ value: JSONValue, to text: inout [UInt8]) {
+    static func appendField(_ key: UnsafeBufferPointer<UInt8>, _ value: JSONValue, to text: inout [UInt8]) {
         text.removeLast()
         if text.count > 1 { text.append(UInt8(ascii: ",")) }
-        JSONWriter.writeString(key, to: &text)
-        text.append(UInt8(ascii: ":"))
+        text.append(UInt8(ascii: "\""))
+        text.append(contentsOf: key)
+        text.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
         JSONWriter.write(value, to: &text)
         text.append(UInt8(ascii: "}"))
     }

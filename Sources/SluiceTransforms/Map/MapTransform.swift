@@ -7,8 +7,11 @@ struct MapTransform: Transform {
     var errors: EvaluationErrorLog
 
     mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
+        // A local copy the loops below can borrow from: reading `config` through `self`, which the error log
+        // mutates, made every step retain and release the paths and expressions (about 15 % of a 20-map chain).
+        let config = config
         events.retainEvents { event in
-            guard apply(&event) else {
+            guard config.onlySets ? setFields(of: &event, config.set) : apply(&event) else {
                 discards[.error] += 1
                 return false
             }
@@ -16,19 +19,21 @@ struct MapTransform: Transform {
         }
     }
 
-    private mutating func apply(_ event: inout Event) -> Bool {
-        if config.onlySets {
-            // An event still holding its text reads its fields from it and gets new ones appended to it.
-            for (target, expression) in config.set {
-                do throws(EvaluationError) {
-                    try event.set(target, to: try expression.evaluate(event))
-                } catch {
-                    errors.report(error, in: expression.source)
-                    return false
-                }
+    /// Applies a map that only sets fields: an event still holding its text reads its fields from it and gets new
+    /// ones appended to it.
+    private mutating func setFields(of event: inout Event, _ sets: [(target: EventPath, value: Expression)]) -> Bool {
+        for index in sets.indices {
+            do throws(EvaluationError) {
+                try event.set(sets[index].target, to: try sets[index].value.evaluate(event))
+            } catch {
+                errors.report(error, in: sets[index].value.source)
+                return false
             }
-            return true
         }
+        return true
+    }
+
+    private mutating func apply(_ event: inout Event) -> Bool {
         var value = event.value
         // Leave the event holding a placeholder so its object is uniquely referenced and edited in place.
         event.value = .null

@@ -116,6 +116,44 @@ struct CanonicalJSONTests {
         #expect(event.isText)
     }
 
+    /// Any text the writer writes (exponents, `\u` escapes, nesting) reads back the same fields, and sets append
+    /// fields that read back too.
+    @Test func writtenValuesReadBackFieldByField() throws {
+        var generator = SplitMix64(seed: 11)
+        func scalar() -> JSONValue {
+            switch generator.next() % 7 {
+            case 0: .int(Int64(bitPattern: generator.next()) >> (generator.next() % 60))
+            case 1:
+                .double(
+                    Double(Int64(generator.next() % 2_000_000) - 1_000_000)
+                        * pow(10, Double(generator.next() % 40) - 20))
+            case 2:
+                .string(
+                    String(
+                        decoding: (0..<generator.next() % 6).map { _ in UInt8(generator.next() % 128) }, as: UTF8.self))
+            case 3: .bool(generator.next() % 2 == 0)
+            case 4: .null
+            case 5: .array((0..<generator.next() % 3).map { _ in .int(Int64(generator.next() % 100)) })
+            default: ["in\"ner": .double(1e-9), "x": [.string("}]"), .null]]
+            }
+        }
+        for _ in 0..<2_000 {
+            var object = JSONObject()
+            for index in 0..<Int(generator.next() % 12) { object["k\(index)"] = scalar() }
+            let value = JSONValue.object(object)
+            var event = Event(canonicalJSON: Array(JSONWriter.string(value).utf8))
+            for field in object.fields {
+                #expect(event.lookup([.key(field.key)]) == field.value, "\(JSONWriter.string(value)) \(field.key)")
+            }
+            #expect(event.lookup([.key("absent")]) == nil)
+            let added = scalar()
+            try event.set(try #require(EventPath("added")), to: added)
+            #expect(event.isText && event.lookup([.key("added")]) == added)
+            object["added"] = added
+            #expect(event.value == .object(object))
+        }
+    }
+
     @Test func settingANewFieldAppendsToTheTextAndAnOldOneParses() throws {
         var event = Event(canonicalJSON: Array(#"{"a":1}"#.utf8), ingestNanos: 5)
         try event.set(try #require(EventPath("b")), to: .string("x\n"))
