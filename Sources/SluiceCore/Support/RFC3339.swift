@@ -16,18 +16,29 @@ public enum RFC3339 {
 
         /// The same text as ``RFC3339/format(epochMillis:)``.
         public mutating func format(epochMillis millis: Int64) -> String {
+            var bytes: [UInt8] = []
+            append(epochMillis: millis, to: &bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        }
+
+        /// The text up to the second's point (`2026-11-30T12:00:00.`, computed once per second) and the millisecond.
+        public mutating func parts(epochMillis millis: Int64) -> (secondText: [UInt8], milli: Int) {
             let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
             if seconds != cachedSecond {
                 cachedSecond = seconds
                 prefix = Array(RFC3339.secondsText(seconds).utf8)
             }
-            let milli = Int(millis - seconds * 1000)
-            var bytes = prefix
-            bytes.append(UInt8(ascii: "0") + UInt8(milli / 100))
-            bytes.append(UInt8(ascii: "0") + UInt8(milli / 10 % 10))
-            bytes.append(UInt8(ascii: "0") + UInt8(milli % 10))
-            bytes.append(UInt8(ascii: "Z"))
-            return String(decoding: bytes, as: UTF8.self)
+            return (prefix, Int(millis - seconds * 1000))
+        }
+
+        /// Appends the text of ``format(epochMillis:)`` to `output`.
+        public mutating func append(epochMillis millis: Int64, to output: inout [UInt8]) {
+            let (prefix, milli) = parts(epochMillis: millis)
+            output.append(contentsOf: prefix)
+            output.append(UInt8(ascii: "0") + UInt8(milli / 100))
+            output.append(UInt8(ascii: "0") + UInt8(milli / 10 % 10))
+            output.append(UInt8(ascii: "0") + UInt8(milli % 10))
+            output.append(UInt8(ascii: "Z"))
         }
     }
 

@@ -6,9 +6,14 @@ internal import SluiceCore
 
 /// The simulated devices: each moves smoothly inside a circle, turns back near its edge, reports its position with
 /// a few metres of GPS noise, and carries sensors that drift slowly, occasionally spike or drop out.
+///
+/// Built for speed, since `rate: max` is how users measure the rest of a pipeline: a reading is written straight
+/// into canonical JSON text (no parsed value, no `Double.description`), steps are small enough to move on the
+/// tangent plane (table sines, no `asin`/`atan2`), and normal noise comes from a quantile table. The exact
+/// spherical distance is computed only near the edge of the circle.
 struct Fleet {
+    /// Plain values only, so that reading and writing one back copies no references.
     private struct Device {
-        let name: String
         var seq: Int64 = 0
         var lat: Double
         var lon: Double
@@ -21,57 +26,71 @@ struct Fleet {
     }
 
     private var devices: [Device]
+    /// Per device, `{"device":"dev-0001","seq":`: the constant start of every reading.
+    private let openings: [[UInt8]]
     private var random: SeededRandom
     private var next = 0
     private let center: (lat: Double, lon: Double)
     private let radius: Double
     private let anomalies: SimulatorSourceConfig.Anomalies
     private var timestamps = RFC3339.Formatter()
+    /// The top-level keys of a reading, with and without each field that drops out.
+    private let keys: KeySignature
 
     init(_ config: SimulatorSourceConfig, seed: UInt64) {
         var random = SeededRandom(seed: seed)
         center = (config.centerLat, config.centerLon)
         radius = config.radiusMetres
         anomalies = config.anomalies
+        var openings: [[UInt8]] = []
         devices = (0..<config.devices).map { index in
             // Uniform over the disc, well inside the edge.
             let distance = config.radiusMetres * 0.8 * random.unit().squareRoot()
-            let bearing = random.unit() * 2 * Double.pi
-            let position = Fleet.offset(config.centerLat, config.centerLon, metres: distance, bearing: bearing)
+            let bearing = random.unit() * 360
+            let position = Geo.step(config.centerLat, config.centerLon, metres: distance, bearingDegrees: bearing)
             let base = random.gaussian(21, 3)
             let digits = String(index)
+            let name = "dev-" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+            var opening = Array(#"{"device":"#.utf8)
+            JSONWriter.writeString(name, to: &opening)
+            opening.append(contentsOf: #","seq":"#.utf8)
+            openings.append(opening)
             return Device(
-                name: "dev-" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits,
-                lat: position.lat, lon: position.lon, speed: random.unit() * 15, heading: random.unit() * 360,
-                temperature: base, baseTemperature: base, humidity: random.gaussian(45, 8).clamped(5, 95),
-                battery: 0.7 + random.unit() * 0.3)
+                lat: position.lat, lon: position.lon, speed: random.unit() * 15,
+                heading: random.unit() * 360, temperature: base, baseTemperature: base,
+                humidity: random.gaussian(45, 8).clamped(5, 95), battery: 0.7 + random.unit() * 0.3)
         }
         self.random = random
+        self.openings = openings
+        keys = KeySignature(keys: Self.fieldNames)
     }
 
+    private static let fieldNames = [
+        "device", "seq", "ts", "lat", "lon", "speed_mps", "heading_deg", "temperature", "humidity", "battery",
+    ]
+
     /// The next reading, from the next device in turn, `elapsed` seconds after that device's previous one.
-    mutating func nextReading(timestampMillis: Int64, elapsed: Double) -> JSONValue {
+    mutating func nextReading(timestampMillis: Int64, elapsed: Double, ingestNanos: UInt64) -> Event {
         let index = next
         next = (next + 1) % devices.count
         var device = devices[index]
         let dt = min(max(elapsed, 0.001), 10)
+        let rootDt = dt.squareRoot()
 
         // Motion: speed and heading change smoothly; near the edge, head back towards the centre.
-        device.speed = (device.speed + random.gaussian(0, 0.8) * dt.squareRoot()).clamped(0, 25)
-        device.heading = (device.heading + random.gaussian(0, 8) * dt.squareRoot()).normalizedDegrees
-        let moved = Fleet.offset(device.lat, device.lon, metres: device.speed * dt, bearing: device.heading * .pi / 180)
-        let fromCenter = Geo.distanceMetres(lat1: center.lat, lon1: center.lon, lat2: moved.lat, lon2: moved.lon)
+        device.speed = (device.speed + random.gaussian(0, 0.8) * rootDt).clamped(0, 25)
+        device.heading = (device.heading + random.gaussian(0, 8) * rootDt).normalizedDegrees
+        let moved = Geo.step(device.lat, device.lon, metres: device.speed * dt, bearingDegrees: device.heading)
+        let fromCenter = distanceFromCenter(moved.lat, moved.lon)
         if fromCenter > radius * 0.9 {
-            device.heading = (Fleet.bearing(from: moved, to: center) + random.gaussian(0, 20)).normalizedDegrees
+            device.heading = (bearingToCenter(from: moved) + random.gaussian(0, 20)).normalizedDegrees
         }
         if fromCenter < radius * 0.98 { (device.lat, device.lon) = moved }
 
         // Reported position: GPS noise of a few metres, never outside the circle.
-        var reported = Fleet.offset(
-            device.lat, device.lon, metres: abs(random.gaussian(0, 3)), bearing: random.unit() * 2 * .pi)
-        if Geo.distanceMetres(lat1: center.lat, lon1: center.lon, lat2: reported.lat, lon2: reported.lon) > radius {
-            reported = (device.lat, device.lon)
-        }
+        var reported = Geo.step(
+            device.lat, device.lon, metres: abs(random.gaussian(0, 3)), bearingDegrees: random.unit() * 360)
+        if distanceFromCenter(reported.lat, reported.lon) > radius { reported = (device.lat, device.lon) }
 
         // Sensors drift back towards their base with noise; the battery drains with use.
         device.temperature += 0.05 * (device.baseTemperature - device.temperature) + random.gaussian(0, 0.15)
@@ -80,45 +99,167 @@ struct Fleet {
 
         var temperature = device.temperature
         if random.chance(anomalies.spikeProbability) { temperature = 85 + random.unit() * 65 }
-        var fields: [JSONObject.Field] = [
-            .init(key: "device", value: .string(device.name)),
-            .init(key: "seq", value: .int(device.seq)),
-            .init(key: "ts", value: .string(timestamps.format(epochMillis: timestampMillis))),
-            .init(key: "lat", value: .double(reported.lat.rounded(to: 6))),
-            .init(key: "lon", value: .double(reported.lon.rounded(to: 6))),
-            .init(key: "speed_mps", value: .double(device.speed.rounded(to: 1))),
-            .init(key: "heading_deg", value: .double(device.heading.rounded(to: 1))),
-            .init(key: "temperature", value: .double(temperature.rounded(to: 1))),
-            .init(key: "humidity", value: .double(device.humidity.rounded(to: 1))),
-            .init(key: "battery", value: .double(device.battery.rounded(to: 3))),
-        ]
-        if random.chance(anomalies.dropoutProbability) {
-            fields.remove(at: 7 + Int(random.next() % 3))
+        // One of temperature, humidity and battery goes missing now and then.
+        let dropped = random.chance(anomalies.dropoutProbability) ? Int(random.next() % 3) : -1
+
+        let (secondText, milli) = timestamps.parts(epochMillis: timestampMillis)
+        let text = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { scratch in
+            var out = TextWriter(scratch.baseAddress!)
+            out.append(openings[index])
+            out.appendInteger(device.seq)
+            out.append(#","ts":""#)
+            out.append(secondText)
+            out.appendDigits(UInt64(milli), width: 3)
+            out.append(#"Z""#)
+            out.appendField(#","lat":"#, reported.lat, decimals: 6)
+            out.appendField(#","lon":"#, reported.lon, decimals: 6)
+            out.appendField(#","speed_mps":"#, device.speed, decimals: 1)
+            out.appendField(#","heading_deg":"#, device.heading, decimals: 1)
+            if dropped != 0 { out.appendField(#","temperature":"#, temperature, decimals: 1) }
+            if dropped != 1 { out.appendField(#","humidity":"#, device.humidity, decimals: 1) }
+            if dropped != 2 { out.appendField(#","battery":"#, device.battery, decimals: 3) }
+            out.append("}")
+            return Array(UnsafeBufferPointer(start: scratch.baseAddress!, count: out.count))
         }
+
         device.seq += 1
         devices[index] = device
-        return .object(JSONObject(uniqueFields: fields))
+        // A dropped key only makes the signature say "maybe" for it, never "no" for a key that is there.
+        return Event(canonicalJSON: text, topLevelKeys: keys, ingestNanos: ingestNanos)
     }
 
-    /// The point `metres` away from (`lat`, `lon`) along `bearing` (radians), on a sphere.
-    static func offset(_ lat: Double, _ lon: Double, metres: Double, bearing: Double) -> (lat: Double, lon: Double) {
-        let angular = metres / Geo.earthRadiusMetres
-        let phi = lat * .pi / 180
-        let lambda = lon * .pi / 180
-        let newPhi = asin(sin(phi) * cos(angular) + cos(phi) * sin(angular) * cos(bearing))
-        let newLambda = lambda + atan2(sin(bearing) * sin(angular) * cos(phi), cos(angular) - sin(phi) * sin(newPhi))
-        return (newPhi * 180 / .pi, newLambda * 180 / .pi)
+    /// Metres from the centre: a flat approximation, and the exact spherical distance only where it matters.
+    private func distanceFromCenter(_ lat: Double, _ lon: Double) -> Double {
+        let north = (lat - center.lat) * Geo.metresPerDegree
+        let east = (lon - center.lon) * Geo.metresPerDegree * Geo.cosDegrees((lat + center.lat) / 2)
+        let flat = (north * north + east * east).squareRoot()
+        if flat < radius * 0.8 { return flat }
+        return Geo.distanceMetres(lat1: center.lat, lon1: center.lon, lat2: lat, lon2: lon)
     }
 
-    /// The initial bearing from one point to another, in degrees.
-    static func bearing(from a: (lat: Double, lon: Double), to b: (lat: Double, lon: Double)) -> Double {
-        let phi1 = a.lat * .pi / 180
-        let phi2 = b.lat * .pi / 180
-        let dLambda = (b.lon - a.lon) * .pi / 180
-        let y = sin(dLambda) * cos(phi2)
-        let x = cos(phi1) * sin(phi2) - sin(phi1) * cos(phi2) * cos(dLambda)
-        return atan2(y, x) * 180 / .pi
+    /// The compass bearing from a point to the centre, in degrees (only called near the edge).
+    private func bearingToCenter(from point: (lat: Double, lon: Double)) -> Double {
+        let north = (center.lat - point.lat) * Geo.metresPerDegree
+        let east = (center.lon - point.lon) * Geo.metresPerDegree * Geo.cosDegrees((point.lat + center.lat) / 2)
+        return atan2(east, north) * 180 / .pi
     }
+}
+
+/// Writes a reading's text into scratch memory with plain stores: a reading is about 60 small pieces, and appending
+/// them to an array one by one cost more than the whole simulation step.
+private struct TextWriter {
+    private let base: UnsafeMutablePointer<UInt8>
+    private(set) var count = 0
+
+    init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
+
+    mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { bytes in
+            (base + count).update(from: bytes.baseAddress!, count: bytes.count)
+            count += bytes.count
+        }
+    }
+
+    mutating func append(_ text: StaticString) {
+        (base + count).update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+        count += text.utf8CodeUnitCount
+    }
+
+    mutating func appendInteger(_ value: Int64) {
+        if value < 0 {
+            base[count] = UInt8(ascii: "-")
+            count += 1
+        }
+        var digits = 1
+        var probe = value.magnitude
+        while probe >= 10 {
+            probe /= 10
+            digits += 1
+        }
+        appendDigits(value.magnitude, width: digits)
+    }
+
+    /// `value` in exactly `width` digits, with leading zeros.
+    mutating func appendDigits(_ value: UInt64, width: Int) {
+        var value = value
+        var position = count + width
+        while position > count {
+            position -= 1
+            base[position] = UInt8(ascii: "0") &+ UInt8(value % 10)
+            value /= 10
+        }
+        count += width
+    }
+
+    /// Appends `key` (`,"name":`) and `value` rounded to `decimals` places (1, 3 or 6), as the shortest text that
+    /// reads back as that rounded double: what `JSONWriter` writes for it, without `Double.description`.
+    mutating func appendField(_ key: StaticString, _ value: Double, decimals: Int) {
+        append(key)
+        // A constant unit in each case lets the compiler turn the divisions into multiplications.
+        switch decimals {
+        case 1: appendFixed(value, decimals: 1, unit: 10)
+        case 3: appendFixed(value, decimals: 3, unit: 1000)
+        default: appendFixed(value, decimals: 6, unit: 1_000_000)
+        }
+    }
+
+    @inline(__always)
+    private mutating func appendFixed(_ value: Double, decimals: Int, unit: UInt64) {
+        let scaled = value * Double(unit)
+        // Below 0.0001 Swift writes an exponent, and huge values are not readings: let the writer do those.
+        guard abs(scaled) < 1e15, abs(scaled) >= 1e-4 * Double(unit) || abs(scaled) < 0.5 else {
+            var written: [UInt8] = []
+            JSONWriter.write(.double(scaled.rounded() / Double(unit)), to: &written)
+            return append(written)
+        }
+        let units = Int64(scaled + (scaled < 0 ? -0.5 : 0.5))
+        if units < 0 {
+            base[count] = UInt8(ascii: "-")
+            count += 1
+        }
+        let magnitude = units.magnitude
+        appendInteger(Int64(magnitude / unit))
+        base[count] = UInt8(ascii: ".")
+        count += 1
+        var fraction = magnitude % unit
+        var width = decimals
+        if fraction == 0 { width = 1 }
+        while fraction > 0, fraction % 10 == 0 {
+            fraction /= 10
+            width -= 1
+        }
+        appendDigits(fraction, width: width)
+    }
+
+}
+
+extension Geo {
+    /// Metres in one degree of latitude (and of longitude on the equator).
+    static let metresPerDegree = earthRadiusMetres * .pi / 180
+
+    /// The point `metres` away along `bearingDegrees`, on the tangent plane: exact enough for a step of a few
+    /// hundred metres, and free of `asin` and `atan2`.
+    static func step(_ lat: Double, _ lon: Double, metres: Double, bearingDegrees: Double) -> (lat: Double, lon: Double)
+    {
+        let north = metres * cosDegrees(bearingDegrees)
+        let east = metres * sinDegrees(bearingDegrees)
+        let newLat = (lat + north / metresPerDegree).clamped(-89.9, 89.9)
+        return (newLat, lon + east / (metresPerDegree * cosDegrees((lat + newLat) / 2)))
+    }
+
+    /// The sine of an angle in degrees, from a table of 4,096 steps per turn (error below 3e-7).
+    static func sinDegrees(_ degrees: Double) -> Double {
+        let position = degrees * (Double(sineSteps) / 360)
+        let whole = position.rounded(.down)
+        let index = Int(truncatingIfNeeded: Int64(whole)) & (sineSteps - 1)
+        let fraction = position - whole
+        return sines[index] + (sines[index + 1] - sines[index]) * fraction
+    }
+
+    static func cosDegrees(_ degrees: Double) -> Double { sinDegrees(degrees + 90) }
+
+    private static let sineSteps = 4096
+    private static let sines: [Double] = (0...sineSteps).map { sin(Double($0) * 2 * .pi / Double(sineSteps)) }
 }
 
 extension Double {
@@ -127,11 +268,5 @@ extension Double {
     fileprivate var normalizedDegrees: Double {
         let value = truncatingRemainder(dividingBy: 360)
         return value < 0 ? value + 360 : value
-    }
-
-    fileprivate func rounded(to digits: Int) -> Double {
-        var scale = 1.0
-        for _ in 0..<digits { scale *= 10 }
-        return (self * scale).rounded() / scale
     }
 }

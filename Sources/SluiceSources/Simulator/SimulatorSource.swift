@@ -64,7 +64,7 @@ struct SimulatorSource: Source {
                 } else {
                     millis = wallStart + Int64((now &- runStart) / 1_000_000)
                 }
-                batch.append(Event(fleet.nextReading(timestampMillis: millis, elapsed: perDevice), ingestNanos: now))
+                batch.append(fleet.nextReading(timestampMillis: millis, elapsed: perDevice, ingestNanos: now))
                 total += 1
             }
             emittedInPhase += due

@@ -1,4 +1,5 @@
 import SluiceCore
+import SluiceSources
 import Testing
 
 struct SimulatorSourceTests {
@@ -9,6 +10,46 @@ struct SimulatorSourceTests {
         sinks:
           out: {type: collect, inputs: [sim], into: \(name), buffer: unbounded}
         """
+    }
+
+    /// The table-driven normal noise: mean, deviation and the share beyond 1.96 deviations (5 %) as a normal
+    /// distribution has them, and the same sequence for the same seed.
+    @Test func gaussianNoiseIsNormal() {
+        var random = SeededRandom(seed: 5)
+        let count = 200_000
+        let samples = (0..<count).map { _ in random.gaussian(10, 2) }
+        let mean = samples.reduce(0, +) / Double(count)
+        let deviation = (samples.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(count)).squareRoot()
+        let beyond = Double(samples.filter { abs($0 - 10) > 1.96 * 2 }.count) / Double(count)
+        #expect(abs(mean - 10) < 0.02)
+        #expect(abs(deviation - 2) < 0.02)
+        #expect(abs(beyond - 0.05) < 0.003)
+        var again = SeededRandom(seed: 5)
+        #expect(samples.prefix(100).elementsEqual((0..<100).map { _ in again.gaussian(10, 2) }))
+    }
+
+    /// Readings are written as text directly: it must be exactly what the writer writes for their value, and
+    /// fields read from it must be found, including near zero where Swift writes an exponent.
+    @Test func readingsAreCanonicalText() async throws {
+        for (center, seed) in [("{lat: 52.52, lon: 13.4}", 1), ("{lat: 0.0, lon: 0.0}", 2)] {
+            let options = """
+                devices: 50, rate: max, count: 3000, seed: \(seed), center: \(center), radius_m: 30,
+                anomalies: {dropout_probability: 0.3}
+                """
+            let (events, _) = try await ComponentHarness.runEvents(
+                Self.pipeline(options, into: "sim-text-\(seed)"), collecting: "sim-text-\(seed)")
+            #expect(events.count == 3000)
+            var nearZero = 0
+            for event in events {
+                #expect(event.isText)
+                var text: [UInt8] = []
+                event.writeJSON(to: &text)
+                #expect(text.elementsEqual(Array(JSONWriter.string(event.value).utf8)))
+                #expect(event.lookup([.key("lat")]) == event.value["lat"])
+                if case .double(let lat)? = event.value["lat"], abs(lat) < 1e-4 { nearZero += 1 }
+            }
+            #expect(seed == 1 || nearZero > 0)
+        }
     }
 
     @Test func aSeededRunWithCountAndStartTimeRepeatsExactly() async throws {

@@ -17,6 +17,12 @@ enum ComponentHarness {
 
     /// Runs `yaml` to the end and returns what the `collect` sink named `name` received and the final report.
     static func run(_ yaml: String, collecting name: String) async throws -> ([JSONValue], MetricsReport) {
+        let (events, report) = try await runEvents(yaml, collecting: name)
+        return (events.map(\.value), report)
+    }
+
+    /// ``run(_:collecting:)``, with the events as they arrived (text or value).
+    static func runEvents(_ yaml: String, collecting name: String) async throws -> ([Event], MetricsReport) {
         let result = load(yaml)
         #expect(result.diagnostics.filter { $0.severity == .error }.isEmpty, "\(result.diagnostics)")
         let definition = try #require(result.definition)
@@ -33,7 +39,7 @@ enum ComponentHarness {
         for component in report.components {
             #expect(component.received == component.sent + component.discarded.total, "\(component.id) balances")
         }
-        return (CollectedEvents.take(name).map(\.value), report)
+        return (CollectedEvents.take(name), report)
     }
 
     /// Renders the diagnostics of loading `yaml` as `sluice validate` prints them.
