@@ -137,8 +137,15 @@ public final class PipelineRunner: Sendable {
             else { continue }
             fused[component.id] = input
         }
+        // Cut long chains into tasks of at most `maxFusedStages`, so that both cores can share their work.
+        func position(_ id: String) -> Int { fused[id].map { position($0) + 1 } ?? 0 }
+        let positions = fused.keys.map { ($0, position($0)) }
+        for (id, position) in positions where position % Self.maxFusedStages == 0 { fused[id] = nil }
         return fused
     }
+
+    /// The most transforms one task runs: fusing saves a hop per stage, but a task runs on one core.
+    static let maxFusedStages = 4
 
     /// One transform of a task that runs a chain of them, with its counters.
     private struct TransformStage {

@@ -85,6 +85,24 @@ struct PipelineRunnerTests {
         #expect(byID["b"]?.received == 9000 && byID["b"]?.discarded[.filtered] == 3000)
         #expect(byID["c"]?.received == 6000 && byID["c"]?.sent == 6000)
         #expect(CollectedEvents.take("fused").count == 12000)
+    }
+
+    /// A long chain is cut into tasks of at most ``PipelineRunner/maxFusedStages`` transforms, so both cores work.
+    @Test func longChainsAreCutIntoTasksOfAFewStages() async throws {
+        let stages = 2 * PipelineRunner.maxFusedStages + 1
+        let chain = (0..<stages).map { "  t\($0): {type: pass, inputs: [\($0 == 0 ? "in" : "t\($0 - 1)")]}" }
+        let definition = try load(
+            "sources:\n  in: {type: counter, count: 3000}\ntransforms:\n" + chain.joined(separator: "\n")
+                + "\nsinks:\n  out: {type: collect, inputs: [t\(stages - 1)], into: long-chain}\n")
+        let (_, report) = await run(definition)
+        let byID = Dictionary(uniqueKeysWithValues: report.components.map { ($0.id, $0) })
+        for index in 0..<stages {
+            let head = index / PipelineRunner.maxFusedStages * PipelineRunner.maxFusedStages
+            #expect((byID["t\(index)"]?.buffer != nil) == (index == head), "t\(index)")
+            #expect(byID["t\(index)"]?.details["runs_in"] == (index == head ? nil : .string("t\(head)")), "t\(index)")
+            #expect(byID["t\(index)"]?.sent == 3000)
+        }
+        #expect(CollectedEvents.take("long-chain").count == 3000)
         for component in report.components {
             #expect(component.received == component.sent + component.discarded.total, "\(component.id)")
         }
