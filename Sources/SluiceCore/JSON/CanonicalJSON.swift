@@ -39,22 +39,18 @@ public struct CanonicalJSONScanner {
     }
 }
 
-/// A set of object keys as 128 bits, one per key picked by a hash of its bytes: a key whose bit is clear is surely
-/// not there, so a map that adds a field to an event's text need not search it (with 30 keys, about one search in
-/// five is still needed). Built for the top-level keys of the text the scanner checks; ``unknown`` (every bit set)
-/// when nobody counted.
+/// A set of object keys as a 256-bit Bloom filter (two bits per key, picked by a hash of its bytes): a key whose
+/// bits are not both set is surely not there, so a map that adds a field to an event's text need not search it
+/// (with 30 keys, about one search in twenty is still needed). Built for the top-level keys of the text the
+/// scanner checks; ``unknown`` (every bit set) when nobody counted.
 public struct KeySignature: Sendable, Hashable {
-    var low: UInt64
-    var high: UInt64
+    private var words: SIMD4<UInt64>
 
     /// Says every key may be there.
-    public static let unknown = KeySignature(low: ~0, high: ~0)
-    static let empty = KeySignature(low: 0, high: 0)
+    public static let unknown = KeySignature(words: SIMD4(repeating: ~0))
+    static let empty = KeySignature(words: SIMD4(repeating: 0))
 
-    init(low: UInt64, high: UInt64) {
-        self.low = low
-        self.high = high
-    }
+    private init(words: SIMD4<UInt64>) { self.words = words }
 
     /// The signature of these keys, for a source that writes text with known keys (ASCII needing no escape).
     public init(keys: [String]) {
@@ -64,30 +60,33 @@ public struct KeySignature: Sendable, Hashable {
 
     /// False only when `key`, its bytes as canonical text writes them, is surely not in the set.
     func mayContain(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
-        let (word, bit) = Self.position(key)
-        return (word ? high : low) & bit != 0
+        let hash = Self.hash(key)
+        return contains(Int(hash >> 56)) && contains(Int((hash >> 48) & 0xFF))
     }
 
-    mutating func insert(_ key: UnsafeBufferPointer<UInt8>) {
-        let (word, bit) = Self.position(key)
-        insert(word: word, bit: bit)
-    }
+    mutating func insert(_ key: UnsafeBufferPointer<UInt8>) { insert(hash: Self.hash(key)) }
 
     @inline(__always)
-    mutating func insert(word: Bool, bit: UInt64) {
-        if word { high |= bit } else { low |= bit }
+    mutating func insert(hash: UInt64) {
+        set(Int(hash >> 56))
+        set(Int((hash >> 48) & 0xFF))
     }
 
-    private static func position(_ key: UnsafeBufferPointer<UInt8>) -> (high: Bool, bit: UInt64) {
-        guard let start = key.baseAddress else { return (false, 1) }
-        return position(prefix: KeyMark.prefix(start, key.count, readable: key.count), count: key.count)
+    private func contains(_ bit: Int) -> Bool { words[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }
+
+    private mutating func set(_ bit: Int) { words[bit >> 6] |= 1 << UInt64(bit & 63) }
+
+    private static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        guard let start = key.baseAddress else { return 0 }
+        return hash(start, count: key.count, prefix: KeyMark.prefix(start, key.count, readable: key.count))
     }
 
-    /// The word and bit of a key with these first eight bytes and this length.
+    /// A hash of a key's length, its first eight bytes (already loaded) and its last eight.
     @inline(__always)
-    static func position(prefix: UInt64, count: Int) -> (high: Bool, bit: UInt64) {
+    static func hash(_ start: UnsafePointer<UInt8>, count: Int, prefix: UInt64) -> UInt64 {
+        let suffix = count > 8 ? UnsafeRawPointer(start + count - 8).loadUnaligned(as: UInt64.self) : 0
         let mixed = (prefix ^ (UInt64(truncatingIfNeeded: count) &* 0x9E37_79B9)) &* 0x9E37_79B9_7F4A_7C15
-        return (mixed >> 63 != 0, 1 << ((mixed >> 57) & 63))
+        return (mixed ^ suffix ^ (mixed >> 29)) &* 0xBF58_476D_1CE4_E5B9
     }
 }
 
@@ -156,10 +155,7 @@ private struct Cursor {
             guard string(isKey: true) else { return false }
             let count = position - 1 - keyStart
             let prefix = KeyMark.prefix(keyStart, count, readable: end - keyStart)
-            if depth == 1 {
-                let (word, bit) = KeySignature.position(prefix: prefix, count: count)
-                topLevelKeys.insert(word: word, bit: bit)
-            }
+            if depth == 1 { topLevelKeys.insert(hash: KeySignature.hash(keyStart, count: count, prefix: prefix)) }
             for slot in first..<keyCount where keys[slot].prefix == prefix && keys[slot].count == count {
                 if count <= 8 || memcmp(keys[slot].start!, keyStart, count) == 0 { return false }
             }

@@ -22,15 +22,19 @@ struct MapTransform: Transform {
     /// Applies a map that only sets fields: an event still holding its text reads its fields from it and gets new
     /// ones appended to it.
     private mutating func setFields(of event: inout Event, _ sets: [(target: EventPath, value: Expression)]) -> Bool {
-        for index in sets.indices {
-            do throws(EvaluationError) {
-                try event.set(sets[index].target, to: try sets[index].value.evaluate(event))
-            } catch {
-                errors.report(error, in: sets[index].value.source)
-                return false
+        // Through a buffer pointer each path and expression is used in place, not copied (retained) per event.
+        sets.withUnsafeBufferPointer { sets in
+            for index in sets.indices {
+                do throws(EvaluationError) {
+                    let value = try sets[index].value.evaluate(event)
+                    try event.set(sets[index].target, to: value)
+                } catch {
+                    errors.report(error, in: sets[index].value.source)
+                    return false
+                }
             }
+            return true
         }
-        return true
     }
 
     private mutating func apply(_ event: inout Event) -> Bool {
