@@ -163,8 +163,9 @@ public enum MetricsFormatter {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// `key=value` pairs for an object, plain text otherwise.
+    /// `key=value` pairs for an object, a string as it is, JSON otherwise.
     private static func detailsText(_ value: JSONValue) -> String {
+        if let string = value.stringValue { return string }
         guard case .object(let object) = value else { return JSONWriter.string(value) }
         return object.fields.map { field in
             "\(field.key)=\(field.value.stringValue ?? JSONWriter.string(field.value))"

@@ -64,6 +64,14 @@ struct MetricsFormatterTests {
         #expect(text.contains("block 0/1000 hw 1000"))
         #expect(text.hasSuffix("bottleneck: out (its input buffer is full or its producers are waiting)\n"))
     }
+
+    @Test func textWritesDetailsPlainly() {
+        var report = Self.report()
+        report.components[1].details = ["runs_in": "hot", "clients": ["connected": 2]]
+        let text = MetricsFormatter.render(report, as: .text)
+        #expect(text.contains("out runs_in: hot\n"))
+        #expect(text.contains("out clients: connected=2\n"))
+    }
 }
 
 struct LatencyHistogramTests {
