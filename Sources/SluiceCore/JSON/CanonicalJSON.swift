@@ -44,13 +44,19 @@ public struct CanonicalJSONScanner {
 /// (with 30 keys, about one search in twenty is still needed). Built for the top-level keys of the text the
 /// scanner checks; ``unknown`` (every bit set) when nobody counted.
 public struct KeySignature: Sendable, Hashable {
-    private var words: SIMD4<UInt64>
+    // Four words rather than a SIMD4 indexed at run time, which went through memory on every insert.
+    private var word0: UInt64
+    private var word1: UInt64
+    private var word2: UInt64
+    private var word3: UInt64
 
     /// Says every key may be there.
-    public static let unknown = KeySignature(words: SIMD4(repeating: ~0))
-    static let empty = KeySignature(words: SIMD4(repeating: 0))
+    public static let unknown = KeySignature(all: ~0)
+    static let empty = KeySignature(all: 0)
 
-    private init(words: SIMD4<UInt64>) { self.words = words }
+    private init(all bits: UInt64) {
+        (word0, word1, word2, word3) = (bits, bits, bits, bits)
+    }
 
     /// The signature of these keys, for a source that writes text with known keys (ASCII needing no escape).
     public init(keys: [String]) {
@@ -72,9 +78,26 @@ public struct KeySignature: Sendable, Hashable {
         set(Int((hash >> 48) & 0xFF))
     }
 
-    private func contains(_ bit: Int) -> Bool { words[bit >> 6] & (1 << UInt64(bit & 63)) != 0 }
+    private func contains(_ bit: Int) -> Bool {
+        let word: UInt64
+        switch bit >> 6 {
+        case 0: word = word0
+        case 1: word = word1
+        case 2: word = word2
+        default: word = word3
+        }
+        return word & (1 << UInt64(bit & 63)) != 0
+    }
 
-    private mutating func set(_ bit: Int) { words[bit >> 6] |= 1 << UInt64(bit & 63) }
+    @inline(__always)
+    private mutating func set(_ bit: Int) {
+        let mask: UInt64 = 1 << UInt64(bit & 63)
+        let word = bit >> 6
+        word0 |= word == 0 ? mask : 0
+        word1 |= word == 1 ? mask : 0
+        word2 |= word == 2 ? mask : 0
+        word3 |= word == 3 ? mask : 0
+    }
 
     private static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt64 {
         guard let start = key.baseAddress else { return 0 }
@@ -149,16 +172,23 @@ private struct Cursor {
         }
         let first = keyCount
         defer { keyCount = first }
+        // One bit per key seen, by hash: only a key whose bit is already set is compared with the others.
+        var seen: UInt64 = 0
         while true {
             guard position < end, position.pointee == UInt8(ascii: "\"") else { return false }
             let keyStart = position + 1
             guard string(isKey: true) else { return false }
             let count = position - 1 - keyStart
             let prefix = KeyMark.prefix(keyStart, count, readable: end - keyStart)
-            if depth == 1 { topLevelKeys.insert(hash: KeySignature.hash(keyStart, count: count, prefix: prefix)) }
-            for slot in first..<keyCount where keys[slot].prefix == prefix && keys[slot].count == count {
-                if count <= 8 || memcmp(keys[slot].start!, keyStart, count) == 0 { return false }
+            let hash = KeySignature.hash(keyStart, count: count, prefix: prefix)
+            if depth == 1 { topLevelKeys.insert(hash: hash) }
+            let bit: UInt64 = 1 << (hash >> 58)
+            if seen & bit != 0 {
+                for slot in first..<keyCount where keys[slot].prefix == prefix && keys[slot].count == count {
+                    if count <= 8 || memcmp(keys[slot].start!, keyStart, count) == 0 { return false }
+                }
             }
+            seen |= bit
             guard keyCount - first < Self.maxKeysPerObject, keyCount < keys.count else { return false }
             keys[keyCount] = KeyMark(start: keyStart, count: count, prefix: prefix)
             keyCount += 1
