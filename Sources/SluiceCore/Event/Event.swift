@@ -10,6 +10,8 @@ public struct Event: Sendable {
     private var parsed: JSONValue
     /// The top-level keys of `text`, as far as known.
     private var topLevelKeys: KeySignature
+    /// True when `text` is known to be flat (``CanonicalJSONScanner/isFlat``).
+    private var textIsFlat = false
     /// When a source created the event, in ``MonotonicClock`` nanoseconds; sinks measure latency from it.
     public var ingestNanos: UInt64
 
@@ -21,12 +23,17 @@ public struct Event: Sendable {
     }
 
     /// An event holding `text`, which must be exactly what ``JSONWriter`` writes for its value, with ASCII keys
-    /// (``CanonicalJSONScanner`` recognises such text), and the top-level keys it has, if known.
-    public init(canonicalJSON text: [UInt8], topLevelKeys: KeySignature = .unknown, ingestNanos: UInt64 = 0) {
+    /// (``CanonicalJSONScanner`` recognises such text), the top-level keys it has, if known, and whether it is
+    /// flat (``CanonicalJSONScanner/isFlat``; pass `true` only when it is).
+    public init(
+        canonicalJSON text: [UInt8], topLevelKeys: KeySignature = .unknown, isFlat: Bool = false,
+        ingestNanos: UInt64 = 0
+    ) {
         assert(!text.isEmpty)
         self.text = text
         parsed = .null
         self.topLevelKeys = topLevelKeys
+        textIsFlat = isFlat
         self.ingestNanos = ingestNanos
     }
 
@@ -39,6 +46,7 @@ public struct Event: Sendable {
         }
         set {
             text = []
+            textIsFlat = false
             parsed = newValue
         }
     }
@@ -55,7 +63,7 @@ public struct Event: Sendable {
     public func lookup(_ steps: [PathStep]) -> JSONValue? {
         guard !text.isEmpty else { return Evaluator.lookup(steps, in: parsed) }
         return text.withUnsafeBufferPointer { text in
-            switch CanonicalJSON.find(steps, in: text, topLevelKeys: topLevelKeys) {
+            switch CanonicalJSON.find(steps, in: text, topLevelKeys: topLevelKeys, flat: textIsFlat) {
             case .found(let range): return try? JSONReader.parse(UnsafeBufferPointer(rebasing: text[range]))
             case .missing: return nil
             case .unsupported: return Evaluator.lookup(steps, in: (try? JSONReader.parse(text)) ?? .null)
@@ -71,11 +79,22 @@ public struct Event: Sendable {
             let appended = key.withUTF8 { key in
                 guard CanonicalJSON.isPlain(key) else { return false }
                 if topLevelKeys.mayContain(key) {
-                    let lookup = text.withUnsafeBufferPointer { CanonicalJSON.field(bytes: key, inObjectAt: 0, of: $0) }
+                    let lookup = text.withUnsafeBufferPointer { text in
+                        textIsFlat
+                            ? CanonicalJSON.flatField(key, in: text)
+                            : CanonicalJSON.field(bytes: key, inObjectAt: 0, of: text)
+                    }
                     guard case .missing = lookup else { return false }
                 }
+                let start = text.count
                 CanonicalJSON.appendField(key, newValue, to: &text)
                 topLevelKeys.insert(key)
+                // Still flat if what was appended has no container and no escape (a brace in a string counts too).
+                if textIsFlat {
+                    textIsFlat = !text[start...].contains {
+                        $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "[")
+                    }
+                }
                 return true
             }
             if appended { return }

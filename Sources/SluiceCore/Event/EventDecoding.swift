@@ -23,7 +23,9 @@ public enum EventDecoding: String, ConfigChoice {
         switch self {
         case .json:
             if scanner.isCanonical(bytes) {
-                return Event(canonicalJSON: Array(bytes), topLevelKeys: scanner.topLevelKeys, ingestNanos: ingestNanos)
+                return Event(
+                    canonicalJSON: Array(bytes), topLevelKeys: scanner.topLevelKeys, isFlat: scanner.isFlat,
+                    ingestNanos: ingestNanos)
             }
             return Event(try JSONReader.parse(bytes), ingestNanos: ingestNanos)
         case .text:

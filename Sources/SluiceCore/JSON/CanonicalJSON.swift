@@ -24,17 +24,22 @@ public struct CanonicalJSONScanner {
 
     /// The ``KeySignature`` of the top-level keys of the last text found canonical.
     public private(set) var topLevelKeys = KeySignature.unknown
+    /// True when the last text found canonical is a *flat* object: only scalar values, and no backslash anywhere.
+    /// In such text every `"key":` is a top-level key, so a field can be found with `memmem`.
+    public private(set) var isFlat = false
 
     public init() {}
 
     /// True when `bytes` are canonical JSON text (see the type's description).
     public mutating func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let start = bytes.baseAddress, !bytes.isEmpty else { return false }
-        let (canonical, signature) = keys.withUnsafeMutableBufferPointer { keys in
+        let (canonical, signature, flat) = keys.withUnsafeMutableBufferPointer { keys in
             var cursor = Cursor(position: start, end: start + bytes.count, keys: keys)
-            return (cursor.value(depth: 0) && cursor.position == cursor.end, cursor.topLevelKeys)
+            let canonical = cursor.value(depth: 0) && cursor.position == cursor.end
+            return (canonical, cursor.topLevelKeys, cursor.flat && start.pointee == UInt8(ascii: "{"))
         }
         topLevelKeys = signature
+        isFlat = flat
         return canonical
     }
 }
@@ -139,6 +144,8 @@ private struct Cursor {
     let keys: UnsafeMutableBufferPointer<KeyMark>
     var keyCount = 0
     var topLevelKeys = KeySignature.empty
+    /// No container below the top level and no backslash so far.
+    var flat = true
 
     init(position: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>, keys: UnsafeMutableBufferPointer<KeyMark>) {
         self.position = position
@@ -164,6 +171,7 @@ private struct Cursor {
 
     mutating func object(depth: Int) -> Bool {
         guard depth <= JSONReader.maxDepth else { return false }
+        if depth > 1 { flat = false }
         position += 1
         guard position < end else { return false }
         if position.pointee == UInt8(ascii: "}") {
@@ -204,6 +212,7 @@ private struct Cursor {
 
     mutating func array(depth: Int) -> Bool {
         guard depth <= JSONReader.maxDepth else { return false }
+        flat = false
         position += 1
         guard position < end else { return false }
         if position.pointee == UInt8(ascii: "]") {
@@ -237,6 +246,7 @@ private struct Cursor {
                 return true
             }
             if byte == UInt8(ascii: "\\") {
+                flat = false
                 guard end - position >= 2 else { return false }
                 switch position[1] {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"),
@@ -377,15 +387,18 @@ enum CanonicalJSON {
         case unsupported
     }
 
-    /// Follows `steps` through `text`, which must be canonical and have `topLevelKeys` at its top level.
-    static func find(_ steps: [PathStep], in text: UnsafeBufferPointer<UInt8>, topLevelKeys: KeySignature) -> Lookup {
+    /// Follows `steps` through `text`, which must be canonical, have `topLevelKeys` at its top level, and be flat
+    /// when `flat` says so.
+    static func find(
+        _ steps: [PathStep], in text: UnsafeBufferPointer<UInt8>, topLevelKeys: KeySignature, flat: Bool = false
+    ) -> Lookup {
         var range = 0..<text.count
         for step in steps {
             switch step {
             case .key(let key):
                 guard text[range.lowerBound] == UInt8(ascii: "{") else { return .missing }
                 let keys = range.lowerBound == 0 ? topLevelKeys : .unknown
-                let found = field(key, inObjectAt: range.lowerBound, of: text, keys: keys)
+                let found = field(key, inObjectAt: range.lowerBound, of: text, keys: keys, flat: flat)
                 guard case .found(let value) = found else { return found }
                 range = value
             case .index(let index):
@@ -408,14 +421,38 @@ enum CanonicalJSON {
         return .found(range)
     }
 
+    /// The value of the top-level `key` in flat text (see ``CanonicalJSONScanner/isFlat``): with no nested values
+    /// and no escapes, `"key":` can only be a top-level key, so a search for the key's bytes finds it.
+    static func flatField(_ key: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>) -> Lookup {
+        guard let needle = key.baseAddress, !key.isEmpty, let base = text.baseAddress else { return .unsupported }
+        let first = Int32(needle.pointee)
+        var from = 2
+        // `"key":` needs the key, a quote before it and `":` after it.
+        while text.count - from >= key.count + 2 {
+            guard let hit = memchr(base + from, first, text.count - from - key.count - 1) else { return .missing }
+            let at = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
+            if base[at - 1] == UInt8(ascii: "\""), base[at + key.count] == UInt8(ascii: "\""),
+                base[at + key.count + 1] == UInt8(ascii: ":"), memcmp(base + at, needle, key.count) == 0,
+                base[at - 2] == UInt8(ascii: "{") || base[at - 2] == UInt8(ascii: ",")
+            {
+                let valueStart = at + key.count + 2
+                return .found(valueStart..<skipValue(at: valueStart, in: text))
+            }
+            from = at + 1
+        }
+        return .missing
+    }
+
     /// The value of `key` in the object starting at `start`, whose keys are in `keys`.
-    static func field(_ key: String, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>, keys: KeySignature)
-        -> Lookup
-    {
+    static func field(
+        _ key: String, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>, keys: KeySignature,
+        flat: Bool = false
+    ) -> Lookup {
         var key = key
         return key.withUTF8 { key in
             guard isPlain(key) else { return .unsupported }
             guard keys.mayContain(key) else { return .missing }
+            if flat, start == 0 { return flatField(key, in: text) }
             return field(bytes: key, inObjectAt: start, of: text)
         }
     }

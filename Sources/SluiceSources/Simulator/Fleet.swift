@@ -125,7 +125,8 @@ struct Fleet {
         device.seq += 1
         devices[index] = device
         // A dropped key only makes the signature say "maybe" for it, never "no" for a key that is there.
-        return Event(canonicalJSON: text, topLevelKeys: keys, ingestNanos: ingestNanos)
+        // Readings are flat: numbers and plain strings only.
+        return Event(canonicalJSON: text, topLevelKeys: keys, isFlat: true, ingestNanos: ingestNanos)
     }
 
     /// Metres from the centre: a flat approximation, and the exact spherical distance only where it matters.

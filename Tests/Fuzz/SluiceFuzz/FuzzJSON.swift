@@ -30,7 +30,8 @@ func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     precondition(reread == value, "round trip changed the value: \(String(decoding: written, as: UTF8.self))")
     if canonical {
         precondition(written.elementsEqual(bytes), "canonical bytes are not what the writer writes")
-        let event = Event(canonicalJSON: Array(bytes))
+        let event = Event(
+            canonicalJSON: Array(bytes), topLevelKeys: canonicalScanner.topLevelKeys, isFlat: canonicalScanner.isFlat)
         if case .object(let object) = value {
             for field in object.fields {
                 precondition(event.lookup([.key(field.key)]) == field.value, "a field read from text differs")

@@ -141,7 +141,13 @@ struct CanonicalJSONTests {
             var object = JSONObject()
             for index in 0..<Int(generator.next() % 12) { object["k\(index)"] = scalar() }
             let value = JSONValue.object(object)
-            var event = Event(canonicalJSON: Array(JSONWriter.string(value).utf8))
+            let text = Array(JSONWriter.string(value).utf8)
+            // With what the scanner says about it when it accepts the text (key signature, flatness), else nothing.
+            var scanner = CanonicalJSONScanner()
+            let scanned = text.withUnsafeBufferPointer { scanner.isCanonical($0) }
+            var event = Event(
+                canonicalJSON: text, topLevelKeys: scanned ? scanner.topLevelKeys : .unknown,
+                isFlat: scanned && scanner.isFlat)
             for field in object.fields {
                 #expect(event.lookup([.key(field.key)]) == field.value, "\(JSONWriter.string(value)) \(field.key)")
             }
@@ -152,6 +158,40 @@ struct CanonicalJSONTests {
             object["added"] = added
             #expect(event.value == .object(object))
         }
+    }
+
+    /// Flat text (an object of scalars, no backslash) is searched for `"key":` directly: names inside values,
+    /// keys that end with the name, and a name at the very start or end must not fool it.
+    @Test func flatTextIsSearchedDirectly() throws {
+        var scanner = CanonicalJSONScanner()
+        func event(_ text: String) -> Event {
+            let bytes = Array(text.utf8)
+            #expect(bytes.withUnsafeBufferPointer { scanner.isCanonical($0) }, "\(text)")
+            return Event(canonicalJSON: bytes, topLevelKeys: scanner.topLevelKeys, isFlat: scanner.isFlat)
+        }
+        let tricky = event(#"{"note":"t:","xt":1,"s":"\"t\"","t":2,"tt":"t","u":"{\"t\":3}"}"#)
+        #expect(!scanner.isFlat)
+        let flat = event(#"{"note":"t","xt":1,"s":"t:","t":2,"tt":"t:"}"#)
+        #expect(scanner.isFlat)
+        for candidate in [tricky, flat] {
+            for key in ["t", "xt", "tt", "note", "s", "u", "absent"] {
+                #expect(candidate.lookup([.key(key)]) == Event(candidate.value).lookup([.key(key)]), "\(key)")
+            }
+        }
+        for (text, isFlat) in [
+            (#"{"a":1}"#, true), (#"{"a":[1]}"#, false), (#"{"a":{}}"#, false), (#"[1]"#, false), ("1", false),
+            (#"{"a":"x\ny"}"#, false), (#"{"a":"{[ inside a string ]}"}"#, true), ("{}", true),
+        ] {
+            _ = event(text)
+            #expect(scanner.isFlat == isFlat, "\(text)")
+        }
+        // Appending keeps the text flat only while what is appended is flat too.
+        var growing = event(#"{"a":1}"#)
+        try growing.set(try #require(EventPath("b")), to: "plain")
+        try growing.set(try #require(EventPath("c")), to: [1, 2])
+        try growing.set(try #require(EventPath("d")), to: 4)
+        #expect(growing.isText)
+        for key in ["a", "b", "c", "d"] { #expect(growing.lookup([.key(key)]) == growing.value[key], "\(key)") }
     }
 
     @Test func settingANewFieldAppendsToTheTextAndAnOldOneParses() throws {
