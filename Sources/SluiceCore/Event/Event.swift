@@ -74,7 +74,7 @@ public struct Event: Sendable {
     /// Sets the value at `path`. On an event still holding the text of an object, a new top-level key is appended
     /// to the text; anything else parses the event and sets the value like ``EventPath/set(_:in:)``.
     public mutating func set(_ path: EventPath, to newValue: JSONValue) throws(EvaluationError) {
-        if path.keys.count == 1, !text.isEmpty, text[0] == UInt8(ascii: "{") {
+        if path.keys.count == 1, !text.isEmpty, text[0] == UInt8(ascii: "{"), Self.keysAreASCII(newValue) {
             var key = path.keys[0]
             let appended = key.withUTF8 { key in
                 guard CanonicalJSON.isPlain(key) else { return false }
@@ -103,6 +103,19 @@ public struct Event: Sendable {
         self.value = .null
         defer { self.value = value }
         try path.set(newValue, in: &value)
+    }
+}
+
+extension Event {
+    /// True when every object key inside `value` is ASCII, as event text requires (lookups compare key bytes,
+    /// where Swift would compare non-ASCII keys by canonical equivalence).
+    fileprivate static func keysAreASCII(_ value: JSONValue) -> Bool {
+        switch value {
+        case .object(let object):
+            object.fields.allSatisfy { $0.key.utf8.allSatisfy { $0 < 0x80 } && keysAreASCII($0.value) }
+        case .array(let items): items.allSatisfy(keysAreASCII)
+        default: true
+        }
     }
 }
 

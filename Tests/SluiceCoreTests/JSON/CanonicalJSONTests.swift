@@ -215,6 +215,11 @@ struct CanonicalJSONTests {
         try nested.set(try #require(EventPath("p.q")), to: true)
         #expect(nested.value == ["a": 1, "p": ["q": true]])
 
+        // A value with a non-ASCII key inside is not appended to the text: the event is parsed instead.
+        var unicode = Event(canonicalJSON: Array(#"{"a":1}"#.utf8))
+        try unicode.set(try #require(EventPath("u")), to: ["\u{212A}": 1])
+        #expect(!unicode.isText && unicode.value == ["a": 1, "u": ["\u{212A}": 1]])
+
         var array = Event(canonicalJSON: Array("[1]".utf8))
         #expect(throws: EvaluationError("cannot set b: the event is an array, not an object")) {
             try array.set(try #require(EventPath("b")), to: 1)
