@@ -72,8 +72,7 @@ public enum JSONWriter {
         }
     }
 
-    /// Appends the decimal digits of `number`.
-    public static func writeInteger(_ number: Int64, to output: inout [UInt8]) {
+    private static func writeInteger(_ number: Int64, to output: inout [UInt8]) {
         if number < 0 { output.append(UInt8(ascii: "-")) }
         var magnitude = number.magnitude
         // 20 digits hold UInt64.max; digits are produced backwards into a fixed tuple-free scratch.

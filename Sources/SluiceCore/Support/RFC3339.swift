@@ -16,8 +16,12 @@ public enum RFC3339 {
 
         /// The same text as ``RFC3339/format(epochMillis:)``.
         public mutating func format(epochMillis millis: Int64) -> String {
-            var bytes: [UInt8] = []
-            append(epochMillis: millis, to: &bytes)
+            let (prefix, milli) = parts(epochMillis: millis)
+            var bytes = prefix
+            bytes.append(UInt8(ascii: "0") + UInt8(milli / 100))
+            bytes.append(UInt8(ascii: "0") + UInt8(milli / 10 % 10))
+            bytes.append(UInt8(ascii: "0") + UInt8(milli % 10))
+            bytes.append(UInt8(ascii: "Z"))
             return String(decoding: bytes, as: UTF8.self)
         }
 
@@ -29,16 +33,6 @@ public enum RFC3339 {
                 prefix = Array(RFC3339.secondsText(seconds).utf8)
             }
             return (prefix, Int(millis - seconds * 1000))
-        }
-
-        /// Appends the text of ``format(epochMillis:)`` to `output`.
-        public mutating func append(epochMillis millis: Int64, to output: inout [UInt8]) {
-            let (prefix, milli) = parts(epochMillis: millis)
-            output.append(contentsOf: prefix)
-            output.append(UInt8(ascii: "0") + UInt8(milli / 100))
-            output.append(UInt8(ascii: "0") + UInt8(milli / 10 % 10))
-            output.append(UInt8(ascii: "0") + UInt8(milli % 10))
-            output.append(UInt8(ascii: "Z"))
         }
     }
 
