@@ -5,16 +5,6 @@ public enum EventDecoding: String, ConfigChoice {
     /// The bytes are text: the event is `{"message": "<text>"}`; invalid UTF-8 is replaced with U+FFFD.
     case text
 
-    /// Decodes `bytes`, or throws when they are not valid in this decoding.
-    public func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONError) -> JSONValue {
-        switch self {
-        case .json:
-            return try JSONReader.parse(bytes)
-        case .text:
-            return .object(JSONObject(uniqueFields: [.init(key: "message", value: .string(Self.message(bytes)))]))
-        }
-    }
-
     /// Decodes `bytes` into an event. JSON that is canonical text stays text (so it is parsed only if a stage
     /// needs more than its fields, and written back as it came); text becomes the text of its message object.
     public func decodeEvent(
@@ -34,9 +24,14 @@ public enum EventDecoding: String, ConfigChoice {
             text.append(contentsOf: #"{"message":"#.utf8)
             JSONWriter.writeString(Self.message(bytes), to: &text)
             text.append(UInt8(ascii: "}"))
-            return Event(canonicalJSON: text, ingestNanos: ingestNanos)
+            // One string field: flat unless the writer had to escape something in it.
+            return Event(
+                canonicalJSON: text, topLevelKeys: Self.messageKey, isFlat: !text.contains(UInt8(ascii: "\\")),
+                ingestNanos: ingestNanos)
         }
     }
+
+    private static let messageKey = KeySignature(keys: ["message"])
 
     /// A line's text: without a carriage return before its end, invalid UTF-8 replaced.
     private static func message(_ bytes: UnsafeBufferPointer<UInt8>) -> String {

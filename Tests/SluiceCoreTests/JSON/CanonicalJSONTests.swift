@@ -194,6 +194,23 @@ struct CanonicalJSONTests {
         for key in ["a", "b", "c", "d"] { #expect(growing.lookup([.key(key)]) == growing.value[key], "\(key)") }
     }
 
+    /// Text lines become `{"message": ...}` text; its field reads back, flat or not (quotes and backslashes).
+    @Test func textLinesReadBackTheirMessage() throws {
+        var scanner = CanonicalJSONScanner()
+        for line in ["plain ERROR line", #"with "quotes" and \ backslash"#, "tab\there\r", "é and 🎉", ""] {
+            let bytes = Array(line.utf8)
+            var event = try bytes.withUnsafeBufferPointer {
+                try EventDecoding.text.decodeEvent($0, scanner: &scanner, ingestNanos: 0)
+            }
+            let expected = String(line.hasSuffix("\r") ? line.dropLast() : Substring(line))
+            #expect(event.isText)
+            #expect(event.lookup([.key("message")]) == .string(expected), "\(line)")
+            #expect(event.lookup([.key("other")]) == nil)
+            try event.set(try #require(EventPath("level")), to: "error")
+            #expect(event.value == ["message": .string(expected), "level": "error"])
+        }
+    }
+
     @Test func settingANewFieldAppendsToTheTextAndAnOldOneParses() throws {
         var event = Event(canonicalJSON: Array(#"{"a":1}"#.utf8), ingestNanos: 5)
         try event.set(try #require(EventPath("b")), to: .string("x\n"))
