@@ -64,7 +64,9 @@ public struct Event: Sendable {
         guard !text.isEmpty else { return Evaluator.lookup(steps, in: parsed) }
         return text.withUnsafeBufferPointer { text in
             switch CanonicalJSON.find(steps, in: text, topLevelKeys: topLevelKeys, flat: textIsFlat) {
-            case .found(let range): return try? JSONReader.parse(UnsafeBufferPointer(rebasing: text[range]))
+            case .found(let range):
+                let value = UnsafeBufferPointer(rebasing: text[range])
+                return CanonicalJSON.integer(value) ?? (try? JSONReader.parse(value))
             case .missing: return nil
             case .unsupported: return Evaluator.lookup(steps, in: (try? JSONReader.parse(text)) ?? .null)
             }

@@ -545,6 +545,24 @@ enum CanonicalJSON {
         }
     }
 
+    /// The integer written in `text` when it is one of at most 18 digits (so it fits): the commonest field a stage
+    /// reads (`seq`, counts, ids), without setting up a reader.
+    static func integer(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        guard var position = text.baseAddress, !text.isEmpty else { return nil }
+        let end = position + text.count
+        let negative = position.pointee == UInt8(ascii: "-")
+        if negative { position += 1 }
+        guard position < end, end - position <= 18 else { return nil }
+        var value: Int64 = 0
+        while position < end {
+            let digit = position.pointee &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            value = value * 10 + Int64(digit)
+            position += 1
+        }
+        return .int(negative ? -value : value)
+    }
+
     /// Appends `"key":value` to the canonical object `text`, which must not have `key`; the result is canonical.
     static func appendField(_ key: UnsafeBufferPointer<UInt8>, _ value: JSONValue, to text: inout [UInt8]) {
         text.removeLast()
