@@ -77,29 +77,25 @@ public struct Event: Sendable {
     /// to the text; anything else parses the event and sets the value like ``EventPath/set(_:in:)``.
     public mutating func set(_ path: EventPath, to newValue: JSONValue) throws(EvaluationError) {
         if path.keys.count == 1, !text.isEmpty, text[0] == UInt8(ascii: "{"), Self.keysAreASCII(newValue) {
-            var key = path.keys[0]
-            let appended = key.withUTF8 { key in
-                guard CanonicalJSON.isPlain(key) else { return false }
-                if topLevelKeys.mayContain(key) {
-                    let lookup = text.withUnsafeBufferPointer { text in
-                        textIsFlat
-                            ? CanonicalJSON.flatField(key, in: text)
-                            : CanonicalJSON.field(bytes: key, inObjectAt: 0, of: text)
-                    }
-                    guard case .missing = lookup else { return false }
-                }
+            // The same search a lookup does; `.unsupported` (a key needing escapes) falls through to the parse.
+            let lookup = text.withUnsafeBufferPointer { text in
+                CanonicalJSON.field(path.keys[0], inObjectAt: 0, of: text, keys: topLevelKeys, flat: textIsFlat)
+            }
+            if case .missing = lookup {
                 let start = text.count
-                CanonicalJSON.appendField(key, newValue, to: &text)
-                topLevelKeys.insert(key)
+                var key = path.keys[0]
+                key.withUTF8 { key in
+                    CanonicalJSON.appendField(key, newValue, to: &text)
+                    topLevelKeys.insert(key)
+                }
                 // Still flat if what was appended has no container and no escape (a brace in a string counts too).
                 if textIsFlat {
                     textIsFlat = !text[start...].contains {
                         $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "[")
                     }
                 }
-                return true
+                return
             }
-            if appended { return }
         }
         var value = self.value
         self.value = .null

@@ -25,7 +25,7 @@ public struct CanonicalJSONScanner {
     /// The ``KeySignature`` of the top-level keys of the last text found canonical.
     public private(set) var topLevelKeys = KeySignature.unknown
     /// True when the last text found canonical is a *flat* object: only scalar values, and no backslash anywhere.
-    /// In such text every `"key":` is a top-level key, so a field can be found with `memmem`.
+    /// In such text every `"key":` is a top-level key, so a field can be found by searching for its bytes.
     public private(set) var isFlat = false
 
     public init() {}
@@ -390,7 +390,7 @@ enum CanonicalJSON {
     /// Follows `steps` through `text`, which must be canonical, have `topLevelKeys` at its top level, and be flat
     /// when `flat` says so.
     static func find(
-        _ steps: [PathStep], in text: UnsafeBufferPointer<UInt8>, topLevelKeys: KeySignature, flat: Bool = false
+        _ steps: [PathStep], in text: UnsafeBufferPointer<UInt8>, topLevelKeys: KeySignature, flat: Bool
     ) -> Lookup {
         var range = 0..<text.count
         for step in steps {
@@ -423,7 +423,7 @@ enum CanonicalJSON {
 
     /// The value of the top-level `key` in flat text (see ``CanonicalJSONScanner/isFlat``): with no nested values
     /// and no escapes, `"key":` can only be a top-level key, so a search for the key's bytes finds it.
-    static func flatField(_ key: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>) -> Lookup {
+    private static func flatField(_ key: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>) -> Lookup {
         guard let needle = key.baseAddress, !key.isEmpty, let base = text.baseAddress else { return .unsupported }
         let first = Int32(needle.pointee)
         var from = 2
@@ -445,8 +445,7 @@ enum CanonicalJSON {
 
     /// The value of `key` in the object starting at `start`, whose keys are in `keys`.
     static func field(
-        _ key: String, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>, keys: KeySignature,
-        flat: Bool = false
+        _ key: String, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>, keys: KeySignature, flat: Bool
     ) -> Lookup {
         var key = key
         return key.withUTF8 { key in
@@ -458,12 +457,12 @@ enum CanonicalJSON {
     }
 
     /// True when canonical text writes `key` as its bytes: ASCII needing no escape.
-    static func isPlain(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+    private static func isPlain(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
         key.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }
     }
 
     /// The value of `key`, plain ASCII bytes as canonical text writes them, in the object starting at `start`.
-    static func field(
+    private static func field(
         bytes key: UnsafeBufferPointer<UInt8>, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>
     ) -> Lookup {
         var position = start + 1

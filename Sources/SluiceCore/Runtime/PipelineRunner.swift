@@ -74,13 +74,12 @@ public final class PipelineRunner: Sendable {
         }
         let periodic = Task { await reporter?.runPeriodically() }
         await withTaskGroup(of: Void.self) { group in
+            /// The edge out of `id` into its consumers' buffers; it counts what `id` sends.
+            func output(of id: String) -> EventOutput {
+                EventOutput(targets: definition.consumers(of: id).map { buffers[$0]! }, metrics: metricsByID[id]!)
+            }
             for component in definition.components where fused[component.id] == nil {
                 let metrics = metricsByID[component.id]!
-                /// The edge out of `id` into its consumers' buffers; it counts what `id` sends.
-                func output(of id: String) -> EventOutput {
-                    EventOutput(
-                        targets: definition.consumers(of: id).map { buffers[$0]! }, metrics: metricsByID[id]!)
-                }
                 switch component.blueprint {
                 case .source(let config):
                     let context = SourceContext(
