@@ -33,7 +33,7 @@ let package = Package(
         .target(
             name: "SluiceSources",
             dependencies: ["SluiceCore", "SluiceSync", "SluiceWebSocket", "SluiceWebSocketListener"]),
-        .target(name: "SluiceTransforms", dependencies: ["SluiceCore", "SluiceYAML"]),
+        .target(name: "SluiceTransforms", dependencies: ["SluiceCore"]),
         .target(name: "SluiceSinks", dependencies: ["SluiceCore", "SluiceWebSocket", "SluiceWebSocketListener"]),
         .target(
             name: "SluiceCLI",
@@ -50,6 +50,7 @@ let package = Package(
             name: "SluiceComponentsTests",
             dependencies: [
                 "SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks", "SluiceTesting", "SluiceWebSocket",
+                "SluiceYAML",
             ]
         ),
         .testTarget(

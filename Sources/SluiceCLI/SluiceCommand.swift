@@ -14,9 +14,17 @@ public enum SluiceCommand {
     /// The version `sluice --version` prints.
     public static let version = "0.1.0"
 
-    /// Every component type Sluice knows.
-    public static let catalog = ComponentCatalog(
-        sources: SourceCatalog.all, transforms: TransformCatalog.all, sinks: SinkCatalog.all)
+    /// Every component type Sluice knows, with standard input and output given to the `stdin` source and the
+    /// `stdout` sink.
+    static func catalog(standardOutput: OutputWriter) -> ComponentCatalog {
+        ComponentCatalog(
+            SourceCatalog.all(standardInput: 0) + TransformCatalog.all + SinkCatalog.all(standardOutput: standardOutput)
+        )
+    }
+
+    /// The writer for standard output: `stdout` sinks and metrics written to stdout share it, so their chunks never
+    /// interleave.
+    static let standardOutput = OutputWriter(fileDescriptor: 1, label: "stdout")
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code.
     ///
@@ -53,7 +61,7 @@ public enum SluiceCommand {
 
     /// The component table: kind, type and summary, one line each.
     static func listing() -> String {
-        let entries = catalog.entries
+        let entries = catalog(standardOutput: standardOutput).types
         let width = entries.map(\.typeName.count).max() ?? 0
         return entries.map { entry in
             let padding = String(repeating: " ", count: width - entry.typeName.count)
@@ -85,7 +93,8 @@ public enum SluiceCommand {
             printError("\(file): error: cannot read the file: \(String(cString: strerror(errno)))")
             return nil
         }
-        let result = PipelineLoader(catalog: catalog, environment: environment).load(text)
+        let result = PipelineLoader(catalog: catalog(standardOutput: standardOutput), environment: environment).load(
+            text)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         for diagnostic in result.diagnostics {
             printError(diagnostic.rendered(path: file, sourceLines: lines))
@@ -106,7 +115,6 @@ public enum SluiceCommand {
         if let destination = overrides.destination { definition.metrics.destination = .init(destination) }
         if let interval = overrides.intervalSecs { definition.metrics.intervalSecs = interval }
 
-        let standardOutput = OutputWriter(fileDescriptor: 1, label: "stdout")
         let metricsWriter: OutputWriter
         switch definition.metrics.destination {
         case .stdout: metricsWriter = standardOutput
@@ -120,9 +128,7 @@ public enum SluiceCommand {
             }
         }
         defer { metricsWriter.close() }
-        let runner = PipelineRunner(
-            definition: definition,
-            environment: RuntimeEnvironment(standardInput: 0, standardOutput: standardOutput, log: .standardError))
+        let runner = PipelineRunner(definition: definition, log: .standardError)
         let reporter = MetricsReporter(
             settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,
             writer: metricsWriter)

@@ -6,10 +6,13 @@ internal import Synchronization
 /// collecting sink, registered in a catalog of their own.
 public enum TestCatalog {
     /// The catalog of test doubles.
-    public static let catalog = ComponentCatalog(
-        sources: [CounterSourceConfig.self, ListSourceConfig.self],
-        transforms: [PassTransformConfig.self],
-        sinks: [CollectSinkConfig.self])
+    public static let types: [ComponentType] = [
+        .source(CounterSourceConfig.self), .source(ListSourceConfig.self), .transform(PassTransformConfig.self),
+        .sink(CollectSinkConfig.self),
+    ]
+
+    /// A catalog of the test doubles alone.
+    public static let catalog = ComponentCatalog(types)
 }
 
 /// `counter`: emits the integers `0..<count` in batches of 100, then ends.
@@ -18,8 +21,9 @@ public struct CounterSourceConfig: SourceConfig {
     public static let summary = "Test double: the integers 0..<count."
     public var count = 10
 
-    public init(reading options: ConfigMapping) {
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let count = options.value("count")?.int(in: 0...1_000_000_000) { self.count = count }
+        try options.validated()
     }
 
     public func makeSource() -> any Source { CounterSource(count: count) }
@@ -47,10 +51,15 @@ public struct ListSourceConfig: SourceConfig {
     public static let summary = "Test double: the given JSON values."
     public var values: [JSONValue] = []
 
-    public init(reading options: ConfigMapping) {
-        for (text, _) in options.value("values")?.stringList() ?? [] {
-            if let value = try? JSONReader.parse(text) { values.append(value) }
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
+        for (text, location) in options.value("values")?.stringList() ?? [] {
+            do {
+                values.append(try JSONReader.parse(text))
+            } catch {
+                options.log.error("not a JSON value: \(error)", at: location)
+            }
         }
+        try options.validated()
     }
 
     public func makeSource() -> any Source { ListSource(values: values) }
@@ -71,8 +80,9 @@ public struct PassTransformConfig: TransformConfig {
     public static let summary = "Test double: passes events on."
     public var dropEvery = 0
 
-    public init(reading options: ConfigMapping) {
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let every = options.value("drop_every")?.int(in: 0...1_000_000) { dropEvery = every }
+        try options.validated()
     }
 
     public func makeTransform(_ context: TransformContext) -> any Transform { PassTransform(dropEvery: dropEvery) }
@@ -99,8 +109,9 @@ public struct CollectSinkConfig: SinkConfig {
     public static let summary = "Test double: keeps events for inspection."
     public var name: String?
 
-    public init(reading options: ConfigMapping) {
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
         name = options.value("into")?.string()
+        try options.validated()
     }
 
     public func makeSink() -> any Sink { CollectSink(name: name) }

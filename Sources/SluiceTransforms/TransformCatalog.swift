@@ -3,8 +3,8 @@ public import SluiceCore
 /// Every transform type; adding a transform is one folder and one line here.
 public enum TransformCatalog {
     /// The registered transform types.
-    public static let all: [any TransformConfig.Type] = [
-        FilterTransformConfig.self,
-        MapTransformConfig.self,
+    public static let all: [ComponentType] = [
+        .transform(FilterTransformConfig.self),
+        .transform(MapTransformConfig.self),
     ]
 }

@@ -24,8 +24,8 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
     /// Seconds a client has to complete its handshake.
     public var handshakeTimeoutSecs = 10
 
-    /// Reads the listener options from a component's mapping.
-    public init(reading options: ConfigMapping) {
+    /// Reads the listener options from a component's mapping; throws when any of them was not valid.
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let node = options.value("listen"), let text = node.string() {
             if let (host, port) = Self.parseListen(text) {
                 self.host = host
@@ -58,6 +58,7 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
                     "anyone who can reach this machine can connect; add tls: {cert_file, key_file} or bind 127.0.0.1"
                 ])
         }
+        try options.validated()
     }
 
     /// `HOST:PORT`, `[V6]:PORT` or a bare `PORT` (which binds 127.0.0.1).

@@ -1,4 +1,4 @@
-public import SluiceYAML
+package import SluiceYAML
 
 /// A YAML node being read as configuration: typed accessors that record a diagnostic at the node when the value
 /// has the wrong type or range, and substitute `${NAME}` and `${NAME:-default}` from the environment in scalars.
@@ -6,7 +6,7 @@ public import SluiceYAML
 /// Every accessor returns `nil` after recording an error, so a reader can go on and find the next problem.
 public struct ConfigNode {
     /// The node itself.
-    public let node: YAMLNode
+    package let node: YAMLNode
     /// The name the node has in messages, for example `'max_events'`.
     public let name: String
     let log: DiagnosticLog
@@ -20,7 +20,7 @@ public struct ConfigNode {
     }
 
     /// Where the node starts.
-    public var mark: YAMLMark { node.mark }
+    public var mark: FilePosition { FilePosition(node.mark) }
 
     // MARK: - Scalars
 
@@ -91,15 +91,15 @@ public struct ConfigNode {
     }
 
     /// A list of strings; a single string is accepted as a list of one.
-    public func stringList() -> [(String, YAMLMark)]? {
+    public func stringList() -> [(String, FilePosition)]? {
         switch node.content {
         case .scalar:
             return string().map { [($0, mark)] }
         case .sequence(let items):
-            var result: [(String, YAMLMark)] = []
+            var result: [(String, FilePosition)] = []
             for item in items {
                 let child = ConfigNode(item, name: "an item of \(name)", log: log, environment: environment)
-                if let text = child.string() { result.append((text, item.mark)) }
+                if let text = child.string() { result.append((text, child.mark)) }
             }
             return result
         case .mapping:
@@ -122,12 +122,12 @@ public struct ConfigNode {
         guard case .mapping(let pairs) = node.content else {
             if case .scalar(let scalar) = node.content, scalar.isPlain, scalar.value.isEmpty || scalar.value == "~" {
                 // `key:` with nothing after it: an empty mapping, as in `transforms:`.
-                return ConfigMapping(pairs: [], at: mark, name: name, log: log, environment: environment)
+                return ConfigMapping(pairs: [], at: node.mark, name: name, log: log, environment: environment)
             }
             log.error("expected a mapping for \(name), found \(node.kindDescription)", at: mark)
             return nil
         }
-        return ConfigMapping(pairs: pairs, at: mark, name: name, log: log, environment: environment)
+        return ConfigMapping(pairs: pairs, at: node.mark, name: name, log: log, environment: environment)
     }
 
     /// An expression, compiled now; a mistake is reported at its own column inside the YAML value.
@@ -144,11 +144,11 @@ public struct ConfigNode {
     /// The position of a character inside a one-line scalar, after the opening quote if there is one. Block
     /// scalars and values spread over lines point at the value's start; in a quoted value, YAML escapes before
     /// the character shift the column by their extra length.
-    public func mark(atOffset offset: Int) -> YAMLMark {
+    public func mark(atOffset offset: Int) -> FilePosition {
         guard case .scalar(let scalar) = node.content, !scalar.value.contains("\n") else { return mark }
         switch scalar.style {
-        case .plain: return YAMLMark(line: mark.line, column: mark.column + offset)
-        case .singleQuoted, .doubleQuoted: return YAMLMark(line: mark.line, column: mark.column + 1 + offset)
+        case .plain: return FilePosition(line: mark.line, column: mark.column + offset)
+        case .singleQuoted, .doubleQuoted: return FilePosition(line: mark.line, column: mark.column + 1 + offset)
         case .literal, .folded: return mark
         }
     }
@@ -242,35 +242,40 @@ public struct ConfigNode {
 /// report every other key as unknown with a suggestion, and it reports duplicate keys when created.
 public final class ConfigMapping {
     /// Where the mapping starts.
-    public let mark: YAMLMark
+    public let mark: FilePosition
     /// The mapping's name in messages, for example `"stdin source 'in'"`.
     public let name: String
     /// Where diagnostics go; component readers record their own checks here.
     public let log: DiagnosticLog
     let environment: [String: String]
-    private let entries: [(key: String, keyMark: YAMLMark, value: YAMLNode)]
+    private let entries: [(key: String, keyMark: FilePosition, value: YAMLNode)]
     private var known: [String] = []
+    /// The errors recorded before this mapping was read; any beyond them make it invalid.
+    private let errorsBefore: Int
 
     init(pairs: [YAMLPair], at mark: YAMLMark, name: String, log: DiagnosticLog, environment: [String: String]) {
-        self.mark = mark
+        self.mark = FilePosition(mark)
         self.name = name
         self.log = log
         self.environment = environment
-        var entries: [(key: String, keyMark: YAMLMark, value: YAMLNode)] = []
+        errorsBefore = log.errorCount
+        var entries: [(key: String, keyMark: FilePosition, value: YAMLNode)] = []
         var firstLine: [String: Int] = [:]
         for pair in pairs {
             guard case .scalar(let key) = pair.key.content else {
-                log.error("expected a plain key in \(name), found \(pair.key.kindDescription)", at: pair.key.mark)
+                log.error(
+                    "expected a plain key in \(name), found \(pair.key.kindDescription)",
+                    at: FilePosition(pair.key.mark))
                 continue
             }
             if let line = firstLine[key.value] {
                 log.error(
-                    "duplicate key '\(key.value)' in \(name)", at: pair.key.mark,
+                    "duplicate key '\(key.value)' in \(name)", at: FilePosition(pair.key.mark),
                     notes: ["'\(key.value)' was first written at line \(line)"])
                 continue
             }
             firstLine[key.value] = pair.key.mark.line
-            entries.append((key.value, pair.key.mark, pair.value))
+            entries.append((key.value, FilePosition(pair.key.mark), pair.value))
         }
         self.entries = entries
     }
@@ -279,7 +284,7 @@ public final class ConfigMapping {
     public var keys: [String] { entries.map(\.key) }
 
     /// Every entry as a key, its position and its value node, in document order; marks all keys as known.
-    public func allEntries(naming: (String) -> String) -> [(key: String, keyMark: YAMLMark, value: ConfigNode)] {
+    public func allEntries(naming: (String) -> String) -> [(key: String, keyMark: FilePosition, value: ConfigNode)] {
         entries.map { entry in
             known.append(entry.key)
             return (
@@ -305,6 +310,22 @@ public final class ConfigMapping {
         return node
     }
 
+    /// Throws when an error was recorded since this mapping was created (while it, or anything inside it, was
+    /// read), so that a config is only made from options that were all valid.
+    public func validated() throws(InvalidConfig) {
+        if log.errorCount > errorsBefore { throw InvalidConfig() }
+    }
+
+    /// `value`, once ``validated()`` passes; a `nil` after a valid read means the reader forgot to record why.
+    public func validated<Value>(_ value: Value?) throws(InvalidConfig) -> Value {
+        try validated()
+        guard let value else {
+            log.error("\(name) could not be read", at: mark)
+            throw InvalidConfig()
+        }
+        return value
+    }
+
     /// Records an error for every key that was never asked for, at the key, with the expected keys.
     public func finish() {
         let expected = Array(Set(known)).sorted()
@@ -314,6 +335,30 @@ public final class ConfigMapping {
                 notes: [Suggestion.expectedOneOf(expected, given: entry.key)])
         }
     }
+}
+
+/// Thrown by a component's config reader when its options had errors; the diagnostics say what they were.
+public struct InvalidConfig: Error, Sendable {
+    public init() {}
+}
+
+/// A position in a pipeline file, 1-based, as a person counts lines and characters.
+public struct FilePosition: Sendable, Hashable, CustomStringConvertible {
+    /// The line, starting at 1.
+    public let line: Int
+    /// The character column, starting at 1.
+    public let column: Int
+
+    public init(line: Int, column: Int) {
+        self.line = line
+        self.column = column
+    }
+
+    init(_ mark: YAMLMark) {
+        self.init(line: mark.line, column: mark.column)
+    }
+
+    public var description: String { "\(line):\(column)" }
 }
 
 /// A closed set of words a configuration value may take; the raw values are the words users write.

@@ -1,5 +1,3 @@
-public import SluiceYAML
-
 /// One problem found in a pipeline file: a message at a position, with notes on what was expected.
 public struct Diagnostic: Sendable, Equatable {
     /// How serious a diagnostic is: errors make a file invalid, warnings do not.
@@ -13,11 +11,11 @@ public struct Diagnostic: Sendable, Equatable {
     /// What is wrong, in one sentence without a trailing period.
     public let message: String
     /// Where it is; `nil` for problems of the file as a whole.
-    public let mark: YAMLMark?
+    public let mark: FilePosition?
     /// What was expected, each printed on its own `note:` line.
     public let notes: [String]
 
-    public init(_ severity: Severity, _ message: String, at mark: YAMLMark?, notes: [String] = []) {
+    public init(_ severity: Severity, _ message: String, at mark: FilePosition?, notes: [String] = []) {
         self.severity = severity
         self.message = message
         self.mark = mark
@@ -71,15 +69,19 @@ public final class DiagnosticLog {
     }
 
     /// True when at least one error was recorded.
-    public var hasErrors: Bool { recorded.contains { $0.severity == .error } }
+    public var hasErrors: Bool { errorCount > 0 }
+
+    /// How many errors were recorded.
+    public private(set) var errorCount = 0
 
     /// Records an error.
-    public func error(_ message: String, at mark: YAMLMark?, notes: [String] = []) {
+    public func error(_ message: String, at mark: FilePosition?, notes: [String] = []) {
         recorded.append(Diagnostic(.error, message, at: mark, notes: notes))
+        errorCount += 1
     }
 
     /// Records a warning.
-    public func warning(_ message: String, at mark: YAMLMark?, notes: [String] = []) {
+    public func warning(_ message: String, at mark: FilePosition?, notes: [String] = []) {
         recorded.append(Diagnostic(.warning, message, at: mark, notes: notes))
     }
 }

@@ -1,5 +1,3 @@
-public import SluiceYAML
-
 /// A validated pipeline: its components with their edges and buffers, and how metrics are reported.
 public struct PipelineDefinition: Sendable {
     /// Every component: sources first, then transforms, then sinks, each in file order.
@@ -27,8 +25,8 @@ public struct ComponentDefinition: Sendable {
     public let buffer: BufferPolicy?
     /// Its type-specific configuration.
     public let blueprint: ComponentBlueprint
-    /// Where it was defined.
-    public let mark: YAMLMark
+    /// Where it was defined, for messages about the graph.
+    let mark: FilePosition
 }
 
 /// Where and how metrics reports are written.

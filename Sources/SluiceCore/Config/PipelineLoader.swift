@@ -30,7 +30,7 @@ public struct PipelineLoader {
         } catch {
             var notes: [String] = []
             if let context = error.context { notes.append(context) }
-            log.error("invalid YAML: \(error.message)", at: error.mark, notes: notes)
+            log.error("invalid YAML: \(error.message)", at: FilePosition(error.mark), notes: notes)
             return Result(definition: nil, diagnostics: log.diagnostics)
         }
         guard let root else {
@@ -61,6 +61,9 @@ private final class Reader {
         let top = ConfigNode(root, name: "the pipeline", log: log, environment: environment)
         guard let pipeline = top.mapping() else { return nil }
         var components: [ComponentDefinition] = []
+        // Every component whose id and inputs could be read, valid or not, so that the graph is checked whole and
+        // an invalid component does not make its neighbours look unconnected.
+        var nodes: [GraphNode] = []
         var ids: [String: (kind: ComponentKind, line: Int)] = [:]
         for kind in ComponentKind.allCases {
             let section = pipeline.value(sectionName(kind))
@@ -77,20 +80,20 @@ private final class Reader {
                     continue
                 }
                 ids[id] = (kind, keyMark.line)
-                if let component = readComponent(id: id, kind: kind, node: node, keyMark: keyMark) {
-                    components.append(component)
-                }
+                let (node, component) = readComponent(id: id, kind: kind, node: node, keyMark: keyMark)
+                if let node { nodes.append(node) }
+                if let component { components.append(component) }
             }
         }
         let metrics = readMetrics(pipeline.value("metrics"))
         pipeline.finish()
-        checkGraph(components, ids: ids, root: root)
+        checkGraph(nodes, ids: ids, root: FilePosition(root.mark))
         return PipelineDefinition(components: components, metrics: metrics)
     }
 
     private func sectionName(_ kind: ComponentKind) -> String { kind.rawValue + "s" }
 
-    private func checkID(_ id: String, at mark: YAMLMark) -> Bool {
+    private func checkID(_ id: String, at mark: FilePosition) -> Bool {
         let valid =
             !id.isEmpty
             && id.unicodeScalars.allSatisfy {
@@ -108,31 +111,51 @@ private final class Reader {
 
     // MARK: - Components
 
-    private func readComponent(id: String, kind: ComponentKind, node: ConfigNode, keyMark: YAMLMark)
-        -> ComponentDefinition?
+    /// A component as the graph checks see it, whether or not its options were valid.
+    private struct GraphNode {
+        let id: String
+        let kind: ComponentKind
+        let inputs: [String]
+        let mark: FilePosition
+    }
+
+    /// Reads one component: its place in the graph when its inputs could be read, and its definition when
+    /// everything about it is valid.
+    private func readComponent(id: String, kind: ComponentKind, node: ConfigNode, keyMark: FilePosition)
+        -> (GraphNode?, ComponentDefinition?)
     {
-        guard let options = node.mapping() else { return nil }
-        let typeNames = catalog.typeNames(of: kind)
-        guard let typeNode = options.required("type", note: "expected one of: " + typeNames.joined(separator: ", ")),
-            let typeName = typeNode.string()
-        else { return nil }
+        guard let options = node.mapping() else { return (nil, nil) }
         var inputs: [String] = []
         var buffer: BufferPolicy?
         if kind != .source {
             inputs = readInputs(options, id: id, kind: kind)
             buffer = readBuffer(options.value("buffer"))
         }
-        guard let blueprint = catalog.configure(kind, typeName: typeName, options: options) else {
+        let graphNode = GraphNode(id: id, kind: kind, inputs: inputs, mark: keyMark)
+        let typeNames = catalog.typeNames(of: kind)
+        guard let typeNode = options.required("type", note: "expected one of: " + typeNames.joined(separator: ", ")),
+            let typeName = typeNode.string()
+        else { return (graphNode, nil) }
+        let blueprint: ComponentBlueprint?
+        do {
+            blueprint = try catalog.configure(kind, typeName: typeName, options: options)
+        } catch {
+            // The reader recorded why; the unknown keys are still worth reporting.
+            options.finish()
+            return (graphNode, nil)
+        }
+        guard let blueprint else {
             log.error(
                 "unknown \(kind.rawValue) type \(typeNode.shown(typeName))", at: typeNode.mark,
                 notes: [Suggestion.expectedOneOf(typeNames, given: typeNode.isFromEnvironment ? nil : typeName)])
-            return nil
+            return (graphNode, nil)
         }
         options.finish()
-        return ComponentDefinition(
+        let definition = ComponentDefinition(
             id: id, kind: kind, typeName: typeName, inputs: inputs,
             buffer: buffer ?? (kind == .source ? nil : .default),
             blueprint: blueprint, mark: keyMark)
+        return (graphNode, definition)
     }
 
     private func readInputs(_ options: ConfigMapping, id: String, kind: ComponentKind) -> [String] {
@@ -201,10 +224,10 @@ private final class Reader {
         let input: String
     }
 
-    private var inputMarks: [Key: YAMLMark] = [:]
+    private var inputMarks: [Key: FilePosition] = [:]
 
     private func checkGraph(
-        _ components: [ComponentDefinition], ids: [String: (kind: ComponentKind, line: Int)], root: YAMLNode
+        _ components: [GraphNode], ids: [String: (kind: ComponentKind, line: Int)], root: FilePosition
     ) {
         let producers = ids.filter { $0.value.kind != .sink }.keys.sorted()
         for component in components {
@@ -233,12 +256,12 @@ private final class Reader {
         checkCycles(components)
         if !ids.values.contains(where: { $0.kind == .source }) {
             log.error(
-                "the pipeline has no sources", at: root.mark,
+                "the pipeline has no sources", at: root,
                 notes: ["add a 'sources' section, for example 'sources: {in: {type: stdin}}'"])
         }
         if !ids.values.contains(where: { $0.kind == .sink }) {
             log.error(
-                "the pipeline has no sinks", at: root.mark,
+                "the pipeline has no sinks", at: root,
                 notes: ["add a 'sinks' section, for example 'sinks: {out: {type: stdout, inputs: [in]}}'"])
         }
         let consumed = Set(components.flatMap(\.inputs))
@@ -250,7 +273,7 @@ private final class Reader {
     }
 
     /// Reports each cycle among transforms once, at the first transform of the cycle in file order.
-    private func checkCycles(_ components: [ComponentDefinition]) {
+    private func checkCycles(_ components: [GraphNode]) {
         let transforms = Dictionary(
             components.filter { $0.kind == .transform }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var state: [String: Bool] = [:]  // false: on the current path; true: finished

@@ -10,18 +10,19 @@ public enum ComponentKind: String, Sendable, CaseIterable {
 
 /// The options of one component type, read from its YAML mapping; each type has one, beside its implementation.
 ///
-/// `init(reading:)` reads only the type's own keys (`type`, `inputs` and `buffer` are read by the loader) and
-/// records a diagnostic for every bad value instead of stopping; the loader rejects the file if any were recorded.
+/// `init(reading:)` reads only the type's own keys (`type`, `inputs` and `buffer` are read by the loader). It records
+/// a diagnostic for every bad value and goes on reading, so that every mistake is reported at once, and then throws
+/// ``InvalidConfig`` (``ConfigMapping/validated()``): a config value is complete and valid, or it is not made.
 public protocol ComponentConfig: Sendable {
     /// The word users write after `type:`, such as `stdin`.
     static var typeName: String { get }
     /// One line for `sluice list` and the README.
     static var summary: String { get }
-    /// Reads the options from `options`, recording diagnostics for what is wrong.
-    init(reading options: ConfigMapping)
+    /// Reads the options from `options`, recording diagnostics for what is wrong and throwing if there was any.
+    init(reading options: ConfigMapping) throws(InvalidConfig)
 }
 
-/// The configuration of a source type.
+/// The configuration of a source type that needs nothing but its options to run.
 public protocol SourceConfig: ComponentConfig {
     /// Creates the running source.
     func makeSource() -> any Source
@@ -31,6 +32,12 @@ public protocol SourceConfig: ComponentConfig {
 public protocol TransformConfig: ComponentConfig {
     /// Creates the running transform; each pipeline run gets its own.
     func makeTransform(_ context: TransformContext) -> any Transform
+}
+
+/// The configuration of a sink type that needs nothing but its options to run.
+public protocol SinkConfig: ComponentConfig {
+    /// Creates the running sink.
+    func makeSink() -> any Sink
 }
 
 /// What a running transform is given.
@@ -46,16 +53,10 @@ public struct TransformContext: Sendable {
     }
 }
 
-/// The configuration of a sink type.
-public protocol SinkConfig: ComponentConfig {
-    /// Creates the running sink.
-    func makeSink() -> any Sink
-}
-
 /// A running source: it reads from the outside world and sends batches until its input ends or it is stopped.
 public protocol Source: Sendable {
-    /// Produces events through `context.output` until the input ends or `context.stop` fires; throwing ends the
-    /// pipeline with a runtime failure.
+    /// Produces events through `context.output` until the input ends, `context.stop` fires or its task is
+    /// cancelled; throwing ends the pipeline with a runtime failure.
     func run(_ context: SourceContext) async throws
 }
 

@@ -1,48 +1,94 @@
-/// Every component type a pipeline may name, by kind; the command line composes it from the component modules.
-public struct ComponentCatalog: Sendable {
-    /// Source types.
-    public let sources: [any SourceConfig.Type]
-    /// Transform types.
-    public let transforms: [any TransformConfig.Type]
-    /// Sink types.
-    public let sinks: [any SinkConfig.Type]
+/// A component type a pipeline may name: its kind, name and summary, how its options are read, and how a running
+/// component is made from them.
+///
+/// A type whose config makes its own component is registered as `.source(MyConfig.self)` (or `.transform`,
+/// `.sink`). A type that needs something of the process (the `stdin` source its descriptor) is registered with a
+/// `make` closure that captures it, so that no other component is handed it.
+public struct ComponentType: Sendable {
+    /// Source, transform or sink.
+    public let kind: ComponentKind
+    /// The word after `type:`.
+    public let typeName: String
+    /// One line for `sluice list`.
+    public let summary: String
+    let configure: @Sendable (ConfigMapping) throws(InvalidConfig) -> ComponentBlueprint
 
-    public init(
-        sources: [any SourceConfig.Type], transforms: [any TransformConfig.Type], sinks: [any SinkConfig.Type]
+    private init<Config: ComponentConfig>(
+        _ kind: ComponentKind, _ config: Config.Type, maker: @escaping @Sendable (Config) -> ComponentBlueprint.Maker
     ) {
-        self.sources = sources
-        self.transforms = transforms
-        self.sinks = sinks
+        self.kind = kind
+        typeName = Config.typeName
+        summary = Config.summary
+        configure = { (options) throws(InvalidConfig) in
+            let read = try Config(reading: options)
+            return ComponentBlueprint(config: read, maker: maker(read))
+        }
+    }
+
+    /// A source type whose config makes its own source.
+    public static func source<Config: SourceConfig>(_ config: Config.Type) -> ComponentType {
+        source(config) { $0.makeSource() }
+    }
+
+    /// A source type whose running source is made by `make` from the config read.
+    public static func source<Config: ComponentConfig>(
+        _ config: Config.Type, make: @escaping @Sendable (Config) -> any Source
+    ) -> ComponentType {
+        ComponentType(.source, config) { read in .source { make(read) } }
+    }
+
+    /// A transform type.
+    public static func transform<Config: TransformConfig>(_ config: Config.Type) -> ComponentType {
+        ComponentType(.transform, config) { read in .transform { read.makeTransform($0) } }
+    }
+
+    /// A sink type whose config makes its own sink.
+    public static func sink<Config: SinkConfig>(_ config: Config.Type) -> ComponentType {
+        sink(config) { $0.makeSink() }
+    }
+
+    /// A sink type whose running sink is made by `make` from the config read.
+    public static func sink<Config: ComponentConfig>(
+        _ config: Config.Type, make: @escaping @Sendable (Config) -> any Sink
+    ) -> ComponentType {
+        ComponentType(.sink, config) { read in .sink { make(read) } }
+    }
+}
+
+/// Every component type a pipeline may name; the command line composes it from the component modules.
+public struct ComponentCatalog: Sendable {
+    /// The types, in the order `sluice list` shows them.
+    public let types: [ComponentType]
+
+    public init(_ types: [ComponentType]) {
+        self.types = types
     }
 
     /// The type names of `kind`, sorted, for messages.
     public func typeNames(of kind: ComponentKind) -> [String] {
-        switch kind {
-        case .source: sources.map { $0.typeName }.sorted()
-        case .transform: transforms.map { $0.typeName }.sorted()
-        case .sink: sinks.map { $0.typeName }.sorted()
-        }
+        types.filter { $0.kind == kind }.map(\.typeName).sorted()
     }
 
-    /// Every type as kind, name and summary, for `sluice list`.
-    public var entries: [(kind: ComponentKind, typeName: String, summary: String)] {
-        sources.map { (.source, $0.typeName, $0.summary) } + transforms.map { (.transform, $0.typeName, $0.summary) }
-            + sinks.map { (.sink, $0.typeName, $0.summary) }
-    }
-
-    /// Reads the options of type `typeName` of `kind`, or returns `nil` when no such type exists.
-    func configure(_ kind: ComponentKind, typeName: String, options: ConfigMapping) -> ComponentBlueprint? {
-        switch kind {
-        case .source: sources.first { $0.typeName == typeName }.map { .source($0.init(reading: options)) }
-        case .transform: transforms.first { $0.typeName == typeName }.map { .transform($0.init(reading: options)) }
-        case .sink: sinks.first { $0.typeName == typeName }.map { .sink($0.init(reading: options)) }
-        }
+    /// Reads the options of type `typeName` of `kind`: `nil` when no such type exists, and a throw (after the
+    /// diagnostics were recorded) when the options are not valid.
+    func configure(_ kind: ComponentKind, typeName: String, options: ConfigMapping) throws(InvalidConfig)
+        -> ComponentBlueprint?
+    {
+        guard let type = types.first(where: { $0.kind == kind && $0.typeName == typeName }) else { return nil }
+        return try type.configure(options)
     }
 }
 
 /// A component's validated configuration, ready to be made into a running component.
-public enum ComponentBlueprint: Sendable {
-    case source(any SourceConfig)
-    case transform(any TransformConfig)
-    case sink(any SinkConfig)
+public struct ComponentBlueprint: Sendable {
+    /// The options as read.
+    public let config: any ComponentConfig
+    let maker: Maker
+
+    /// How the running component is made; one case per kind, so a blueprint cannot make the wrong kind.
+    enum Maker: Sendable {
+        case source(@Sendable () -> any Source)
+        case transform(@Sendable (TransformContext) -> any Transform)
+        case sink(@Sendable () -> any Sink)
+    }
 }

@@ -35,8 +35,6 @@ public struct SourceContext: Sendable {
     public let log: Logger
     /// Fires when the pipeline is asked to stop; the source then returns soon.
     public let stop: StopSignal
-    /// The descriptor a `stdin` source reads.
-    public let standardInput: Int32
 }
 
 /// What a running sink is given.
@@ -47,6 +45,4 @@ public struct SinkContext: Sendable {
     public let metrics: ComponentMetrics
     /// Where its warnings go.
     public let log: Logger
-    /// The writer a `stdout` sink uses, shared with metrics written to stdout.
-    public let standardOutput: OutputWriter
 }

@@ -1,22 +1,6 @@
 internal import SluiceSync
 internal import Synchronization
 
-/// What the process around a pipeline provides: the standard descriptors and the logger.
-public struct RuntimeEnvironment: Sendable {
-    /// The descriptor `stdin` sources read.
-    public var standardInput: Int32
-    /// The writer for standard output, shared by `stdout` sinks and metrics written to stdout.
-    public var standardOutput: OutputWriter
-    /// Where warnings and errors go.
-    public var log: Logger
-
-    public init(standardInput: Int32, standardOutput: OutputWriter, log: Logger) {
-        self.standardInput = standardInput
-        self.standardOutput = standardOutput
-        self.log = log
-    }
-}
-
 /// How a run ended.
 public struct RunOutcome: Sendable, Equatable {
     /// Runtime failures, one message each; empty when the run succeeded.
@@ -41,14 +25,16 @@ public final class PipelineRunner: Sendable {
     public let definition: PipelineDefinition
     /// Every component's counters, in definition order.
     public let metrics: [ComponentMetrics]
-    private let environment: RuntimeEnvironment
+    private let log: Logger
     private let stopSignal = StopSignal()
     private let failures = Mutex<[String]>([])
     private let outputClosed = Mutex(false)
 
-    public init(definition: PipelineDefinition, environment: RuntimeEnvironment) {
+    /// Prepares to run `definition`; its components' warnings and errors go to `log`. What a component needs of
+    /// the process (the descriptor `stdin` reads, say) was given to its type in the catalog, not to the runner.
+    public init(definition: PipelineDefinition, log: Logger) {
         self.definition = definition
-        self.environment = environment
+        self.log = log
         self.metrics = definition.components.map {
             ComponentMetrics(id: $0.id, kind: $0.kind, typeName: $0.typeName)
         }
@@ -80,18 +66,18 @@ public final class PipelineRunner: Sendable {
             }
             for component in definition.components where fused[component.id] == nil {
                 let metrics = metricsByID[component.id]!
-                switch component.blueprint {
-                case .source(let config):
+                switch component.blueprint.maker {
+                case .source(let makeSource):
                     let context = SourceContext(
-                        id: component.id, output: output(of: component.id), metrics: metrics, log: environment.log,
-                        stop: stopSignal, standardInput: environment.standardInput)
-                    group.addTask { await self.runSource(config.makeSource(), context) }
+                        id: component.id, output: output(of: component.id), metrics: metrics, log: log,
+                        stop: stopSignal)
+                    group.addTask { await self.runSource(makeSource(), context) }
                 case .transform:
                     // This transform and those fused after it, in order.
                     var stages: [TransformStage] = []
                     var member: ComponentDefinition? = component
-                    while let current = member, case .transform(let config) = current.blueprint {
-                        let transform = config.makeTransform(TransformContext(id: current.id, log: environment.log))
+                    while let current = member, case .transform(let makeTransform) = current.blueprint.maker {
+                        let transform = makeTransform(TransformContext(id: current.id, log: log))
                         stages.append(TransformStage(transform: transform, metrics: metricsByID[current.id]!))
                         if current.id != component.id {
                             metricsByID[current.id]!.provideDetails { ["runs_in": .string(component.id)] }
@@ -101,12 +87,10 @@ public final class PipelineRunner: Sendable {
                     let input = buffers[component.id]!
                     let chainOutput = output(of: stages.last!.metrics.id)
                     group.addTask { await self.runTransforms(stages, input, chainOutput) }
-                case .sink(let config):
+                case .sink(let makeSink):
                     let input = buffers[component.id]!
-                    let context = SinkContext(
-                        id: component.id, metrics: metrics, log: environment.log,
-                        standardOutput: environment.standardOutput)
-                    group.addTask { await self.runSink(config.makeSink(), input, context) }
+                    let context = SinkContext(id: component.id, metrics: metrics, log: log)
+                    group.addTask { await self.runSink(makeSink(), input, context) }
                 }
             }
         }
@@ -186,7 +170,7 @@ public final class PipelineRunner: Sendable {
     /// Records a failure, reports it, and stops the pipeline: a run with a failed component ends with exit 1.
     private func fail(_ message: String) {
         failures.locked { $0.append(message) }
-        environment.log.error(message)
+        log.error(message)
         stopSignal.stop()
     }
 }

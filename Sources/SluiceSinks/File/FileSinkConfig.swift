@@ -12,33 +12,23 @@ public struct FileSinkConfig: SinkConfig {
     }
 
     /// The file written.
-    public var path = ""
+    public let path: String
     /// Append to or truncate an existing file.
-    public var mode = Mode.append
+    public let mode: Mode
     /// How each event becomes a line.
-    public var format: LineFormat
+    public let format: LineFormat
 
-    public init(reading options: ConfigMapping) {
-        if let path = options.required("path", note: "the file to write, for example 'path: out.jsonl'")?.string() {
-            if path.isEmpty {
-                options.log.error("'path' must not be empty", at: options.value("path")?.mark)
-            }
-            self.path = path
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
+        let path = options.required("path", note: "the file to write, for example 'path: out.jsonl'")?.string()
+        if path?.isEmpty == true {
+            options.log.error("'path' must not be empty", at: options.value("path")?.mark)
         }
-        if let mode = options.value("mode")?.choice(Mode.self) { self.mode = mode }
-        format = LineFormat(reading: options)
+        let mode = options.value("mode")?.choice(Mode.self)
+        let format = try? LineFormat(reading: options)
+        self.path = try options.validated(path)
+        self.mode = mode ?? .append
+        self.format = try options.validated(format)
     }
 
     public func makeSink() -> any Sink { FileSink(config: self) }
-}
-
-/// Writes events to a file it opens at start and closes at the end.
-struct FileSink: Sink {
-    let config: FileSinkConfig
-
-    func run(_ input: EventBuffer, _ context: SinkContext) async throws {
-        let writer = try OutputWriter.open(path: config.path, append: config.mode == .append)
-        defer { writer.close() }
-        try await LineWriting(format: config.format, writer: writer).run(input, context)
-    }
 }

@@ -11,26 +11,29 @@ public enum LineEncoding: String, ConfigChoice {
 /// The `encoding` and `template` options of a line-writing sink, and the encoding of one event into one line.
 public struct LineFormat: Sendable {
     /// JSON or text.
-    public var encoding = LineEncoding.json
+    public let encoding: LineEncoding
     /// With `encoding: text`, the text of each line.
-    public var template: Template?
+    public let template: Template?
 
     /// Reads `encoding` and `template`; a template implies text.
-    init(reading options: ConfigMapping) {
+    init(reading options: ConfigMapping) throws(InvalidConfig) {
         let encodingNode = options.value("encoding")
-        if let encoding = encodingNode?.choice(LineEncoding.self) { self.encoding = encoding }
-        guard let node = options.value("template"), let text = node.string() else { return }
-        if encodingNode != nil, encoding == .json {
-            options.log.error("a template needs 'encoding: text'", at: node.mark)
-            return
+        let encoding = encodingNode?.choice(LineEncoding.self)
+        var template: Template?
+        if let node = options.value("template"), let text = node.string() {
+            if encoding == .json {
+                options.log.error("a template needs 'encoding: text'", at: node.mark)
+            }
+            do {
+                template = try Template(text)
+            } catch {
+                options.log.error(
+                    error.message, at: node.mark(atOffset: error.offset), notes: error.note.map { [$0] } ?? [])
+            }
         }
-        encoding = .text
-        do {
-            template = try Template(text)
-        } catch {
-            options.log.error(
-                error.message, at: node.mark(atOffset: error.offset), notes: error.note.map { [$0] } ?? [])
-        }
+        try options.validated()
+        self.template = template
+        self.encoding = template == nil ? encoding ?? .json : .text
     }
 
     /// Appends the event's line, newline included; on a template error nothing is appended.

@@ -36,7 +36,7 @@ public struct SimulatorSourceConfig: SourceConfig {
     /// Rate phases, cycled; when given they replace `rate`.
     public var load: [Phase] = []
 
-    public init(reading options: ConfigMapping) {
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let value = options.value("devices")?.int(in: 1...100_000) { devices = value }
         if let node = options.value("rate") {
             if node.isWord("max") {
@@ -79,6 +79,7 @@ public struct SimulatorSourceConfig: SourceConfig {
                 if let rate, let secs { load.append(Phase(rate: rate, secs: secs)) }
             }
         }
+        try options.validated()
     }
 
     public func makeSource() -> any Source { SimulatorSource(config: self) }

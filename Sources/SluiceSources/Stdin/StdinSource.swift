@@ -7,12 +7,14 @@ internal import SluiceCore
 /// ``EventOutput/send(_:)`` waits and no more is read, so the pipe pushes back on whoever writes to it.
 struct StdinSource: Source {
     let config: StdinSourceConfig
+    /// The descriptor read: standard input, given by the catalog, which alone knows the process.
+    let descriptor: Int32
 
     private static let chunkBytes = 1 << 19
     private static let batchLimit = 1024
 
     func run(_ context: SourceContext) async throws {
-        let reader = DescriptorReader(fileDescriptor: context.standardInput, chunkBytes: Self.chunkBytes)
+        let reader = DescriptorReader(fileDescriptor: descriptor, chunkBytes: Self.chunkBytes)
         context.stop.onStop { reader.wake() }
         var splitter = LineSplitter(maxLineBytes: config.maxLineBytes)
         var decoder = LineDecoder(decoding: config.decoding, sourceID: context.id, log: context.log)

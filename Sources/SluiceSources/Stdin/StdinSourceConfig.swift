@@ -1,7 +1,7 @@
 public import SluiceCore
 
 /// Options of the `stdin` source.
-public struct StdinSourceConfig: SourceConfig {
+public struct StdinSourceConfig: ComponentConfig {
     public static let typeName = "stdin"
     public static let summary = "Events from standard input: one JSON value, or one text line, per line."
 
@@ -10,10 +10,9 @@ public struct StdinSourceConfig: SourceConfig {
     /// Lines longer than this are skipped whole and counted under `oversize`.
     public var maxLineBytes = 1 << 20
 
-    public init(reading options: ConfigMapping) {
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let decoding = options.value("decoding")?.choice(EventDecoding.self) { self.decoding = decoding }
         if let limit = options.value("max_line_bytes")?.int(in: 1...(1 << 30)) { maxLineBytes = limit }
+        try options.validated()
     }
-
-    public func makeSource() -> any Source { StdinSource(config: self) }
 }

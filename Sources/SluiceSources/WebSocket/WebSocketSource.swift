@@ -8,10 +8,9 @@ struct WebSocketSource: Source {
     let config: WebSocketSourceConfig
 
     func run(_ context: SourceContext) async throws {
-        guard let options = config.options else { return }
         let id = context.id
         let log = context.log
-        let client = WebSocketClient(options: options) { line in log.info("websocket '\(id)': \(line)") }
+        let client = WebSocketClient(options: config.client) { line in log.info("websocket '\(id)': \(line)") }
         context.metrics.provideDetails {
             let statistics = client.statistics
             return [

@@ -6,13 +6,14 @@ public struct FilterTransformConfig: TransformConfig {
     public static let summary = "Keeps events whose condition is true; false and null are discarded as filtered."
 
     /// The condition, compiled at load.
-    public var condition: Expression?
+    public let condition: Expression
 
-    public init(reading options: ConfigMapping) {
-        condition = options.required("condition", note: "for example 'condition: .temperature > 30'")?.expression()
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
+        let condition = options.required("condition", note: "for example 'condition: .temperature > 30'")?.expression()
+        self.condition = try options.validated(condition)
     }
 
     public func makeTransform(_ context: TransformContext) -> any Transform {
-        FilterTransform(condition: condition!, errors: EvaluationErrorLog(componentID: context.id, log: context.log))
+        FilterTransform(condition: condition, errors: EvaluationErrorLog(componentID: context.id, log: context.log))
     }
 }

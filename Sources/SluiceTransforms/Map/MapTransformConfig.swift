@@ -1,5 +1,4 @@
 public import SluiceCore
-internal import SluiceYAML
 
 /// Options of the `map` transform: `rename`, then `set` (in order), then `remove`, then `keep`.
 public struct MapTransformConfig: TransformConfig {
@@ -7,16 +6,16 @@ public struct MapTransformConfig: TransformConfig {
     public static let summary = "Renames, sets (from expressions), removes and keeps fields of each event."
 
     /// Fields renamed, old path to new path, in order.
-    public var rename: [(from: EventPath, to: EventPath)] = []
+    public private(set) var rename: [(from: EventPath, to: EventPath)] = []
     /// Fields set from expressions, in order; later entries see earlier ones.
-    public var set: [(target: EventPath, value: Expression)] = []
+    public private(set) var set: [(target: EventPath, value: Expression)] = []
     /// Fields removed.
-    public var remove: [EventPath] = []
+    public private(set) var remove: [EventPath] = []
     /// When not empty, only these fields remain.
-    public var keep: [EventPath] = []
+    public private(set) var keep: [EventPath] = []
 
-    public init(reading options: ConfigMapping) {
-        func path(_ text: String, at mark: YAMLMark) -> EventPath? {
+    public init(reading options: ConfigMapping) throws(InvalidConfig) {
+        func path(_ text: String, at mark: FilePosition) -> EventPath? {
             guard let path = EventPath(text) else {
                 options.log.error(
                     "invalid field path '\(text)'", at: mark,
@@ -48,6 +47,7 @@ public struct MapTransformConfig: TransformConfig {
             options.log.warning(
                 "\(options.name) changes nothing", at: options.mark, notes: ["give it rename, set, remove or keep"])
         }
+        try options.validated()
     }
 
     /// True when the map only sets fields, so it can work on events that still hold their text.

@@ -8,8 +8,8 @@ import Testing
 /// Loads and runs pipelines with the real components plus the collecting test sink.
 enum ComponentHarness {
     static let catalog = ComponentCatalog(
-        sources: SourceCatalog.all + TestCatalog.catalog.sources, transforms: TransformCatalog.all,
-        sinks: SinkCatalog.all + [CollectSinkConfig.self])
+        SourceCatalog.all(standardInput: -1) + TransformCatalog.all
+            + SinkCatalog.all(standardOutput: OutputWriter(fileDescriptor: -1, label: "unused")) + TestCatalog.types)
 
     static func load(_ yaml: String) -> PipelineLoader.Result {
         PipelineLoader(catalog: catalog, environment: [:]).load(yaml)
@@ -26,11 +26,7 @@ enum ComponentHarness {
         let result = load(yaml)
         #expect(result.diagnostics.filter { $0.severity == .error }.isEmpty, "\(result.diagnostics)")
         let definition = try #require(result.definition)
-        let runner = PipelineRunner(
-            definition: definition,
-            environment: RuntimeEnvironment(
-                standardInput: -1, standardOutput: OutputWriter(fileDescriptor: -1, label: "unused"),
-                log: Logger { _ in }))
+        let runner = PipelineRunner(definition: definition, log: Logger { _ in })
         _ = await runner.run(reporter: nil)
         let report = MetricsReporter(
             settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,

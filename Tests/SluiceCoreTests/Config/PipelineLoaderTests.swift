@@ -32,6 +32,16 @@ struct PipelineLoaderTests {
             """
         ),
         (
+            "an invalid transform is reported once, and its neighbours are still connected",
+            "sources:\n  in: {type: counter}\ntransforms:\n  t: {type: pass, inputs: [in], drop_every: -1}\n"
+                + "sinks:\n  out: {type: collect, inputs: [t]}\n",
+            """
+            p.yaml:4:45: error: 'drop_every' must be between 0 and 1000000, found -1
+              t: {type: pass, inputs: [in], drop_every: -1}
+                                                        ^
+            """
+        ),
+        (
             "wrong type",
             "sources:\n  in: {type: counter, count: lots}\nsinks:\n  out: {type: collect, inputs: [in]}\n",
             """
@@ -217,11 +227,7 @@ struct PipelineLoaderTests {
         #expect(definition.components[2].inputs == ["t", "in"])
         #expect(definition.consumers(of: "in") == ["t", "out"])
         #expect(definition.metrics == MetricsSettings(intervalSecs: 0.5, destination: .stderr, format: .json))
-        guard case .source(let config) = definition.components[0].blueprint else {
-            Issue.record("not a source")
-            return
-        }
-        #expect((config as? CounterSourceConfig)?.count == 7)
+        #expect((definition.components[0].blueprint.config as? CounterSourceConfig)?.count == 7)
     }
 
     @Test func environmentDefaultsAndEscapes() throws {
@@ -229,11 +235,7 @@ struct PipelineLoaderTests {
             "sources:\n  in: {type: counter, count: '${MISSING:-3}'}\nsinks:\n  out: {type: collect, inputs: [in]}\n"
         let definition = try #require(
             PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
-        guard case .source(let config) = definition.components[0].blueprint else {
-            Issue.record("not a source")
-            return
-        }
-        #expect((config as? CounterSourceConfig)?.count == 3)
+        #expect((definition.components[0].blueprint.config as? CounterSourceConfig)?.count == 3)
     }
 
     @Test func valuesFromTheEnvironmentAreNeverRepeatedInMessages() {

@@ -12,11 +12,7 @@ struct PipelineRunnerTests {
     }
 
     func run(_ definition: PipelineDefinition) async -> (RunOutcome, MetricsReport) {
-        let runner = PipelineRunner(
-            definition: definition,
-            environment: RuntimeEnvironment(
-                standardInput: -1, standardOutput: OutputWriter(fileDescriptor: -1, label: "unused"),
-                log: Logger { _ in }))
+        let runner = PipelineRunner(definition: definition, log: Logger { _ in })
         let outcome = await runner.run(reporter: nil)
         let report = MetricsReporter(
             settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,
