@@ -22,14 +22,31 @@ public struct Event: Sendable {
         self.ingestNanos = ingestNanos
     }
 
-    /// An event holding `text`, which must be exactly what ``JSONWriter`` writes for its value, with ASCII keys
-    /// (``CanonicalJSONScanner`` recognises such text), the top-level keys it has, if known, and whether it is
-    /// flat (``CanonicalJSONScanner/isFlat``; pass `true` only when it is).
-    public init(
+    /// The event `json` holds: one JSON value, checked. Text Sluice would write back byte for byte is kept as it
+    /// is (see ``CanonicalJSONScanner``); anything else is parsed, and invalid JSON throws.
+    public init(json: [UInt8], ingestNanos: UInt64 = 0) throws(JSONError) {
+        var scanner = CanonicalJSONScanner()
+        let canonical = json.withUnsafeBufferPointer { scanner.isCanonical($0) }
+        if canonical {
+            self.init(
+                canonicalJSON: json, topLevelKeys: scanner.topLevelKeys, isFlat: scanner.isFlat,
+                ingestNanos: ingestNanos)
+        } else {
+            self.init(try JSONReader.parse(json), ingestNanos: ingestNanos)
+        }
+    }
+
+    /// An event holding `text` unchecked: only the scanner's callers and the writers of event text in this package
+    /// (the simulator) may make one. `text` must be exactly what ``JSONWriter`` writes for its value, with ASCII
+    /// keys; `topLevelKeys` must include its top-level keys, and `isFlat` be true only for flat text
+    /// (``CanonicalJSONScanner/isFlat``). Text that breaks these rules gives wrong field values, but every reader
+    /// of event text stays within its bytes (``CanonicalJSON``).
+    package init(
         canonicalJSON text: [UInt8], topLevelKeys: KeySignature = .unknown, isFlat: Bool = false,
         ingestNanos: UInt64 = 0
     ) {
-        assert(!text.isEmpty)
+        // Empty text is how an event says it holds a parsed value instead.
+        precondition(!text.isEmpty, "Event text cannot be empty.")
         self.text = text
         parsed = .null
         self.topLevelKeys = topLevelKeys
@@ -37,11 +54,15 @@ public struct Event: Sendable {
         self.ingestNanos = ingestNanos
     }
 
-    /// The event's data; reading it parses the event's text if it still has one.
+    /// The event's data. On an event that still holds its text, every read parses the text: a getter cannot keep
+    /// what it parsed in a value type without a shared box per event (an allocation and a reference count for
+    /// every event, which is what keeping the text saves). So stages read single fields with ``lookup(_:)``, which
+    /// does not parse, and a stage that needs the whole value reads it once (or assigns it back, after which the
+    /// event holds the parsed value).
     public var value: JSONValue {
         get {
             guard !text.isEmpty else { return parsed }
-            // Canonical text is valid JSON, so this parse cannot fail.
+            // Canonical text is valid JSON, so this parse does not fail (text that breaks the rules reads as null).
             return (try? JSONReader.parse(text)) ?? .null
         }
         set {
@@ -76,7 +97,9 @@ public struct Event: Sendable {
     /// Sets the value at `path`. On an event still holding the text of an object, a new top-level key is appended
     /// to the text; anything else parses the event and sets the value like ``EventPath/set(_:in:)``.
     public mutating func set(_ path: EventPath, to newValue: JSONValue) throws(EvaluationError) {
-        if path.keys.count == 1, !text.isEmpty, text[0] == UInt8(ascii: "{"), Self.keysAreASCII(newValue) {
+        if path.keys.count == 1, !text.isEmpty, text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}"),
+            Self.keysAreASCII(newValue)
+        {
             // The same search a lookup does; `.unsupported` (a key needing escapes) falls through to the parse.
             let lookup = text.withUnsafeBufferPointer { text in
                 CanonicalJSON.field(path.keys[0], inObjectAt: 0, of: text, keys: topLevelKeys, flat: textIsFlat)

@@ -376,6 +376,9 @@ enum PlainBytes {
 /// Reading fields out of an event's text without parsing the rest of it. The text is canonical in the wider
 /// sense: exactly what `JSONWriter` writes for some value whose keys are ASCII (the scanner accepts a subset of
 /// such text; the simulator and `map` also write numbers with exponents and `\u` escapes).
+///
+/// Every read checks the end of the text, so text that breaks the rules (which only code in this package can put
+/// into an event) gives a missing or wrong field, never a read outside its bytes.
 enum CanonicalJSON {
     /// Where a path leads in a text.
     enum Lookup {
@@ -396,20 +399,22 @@ enum CanonicalJSON {
         for step in steps {
             switch step {
             case .key(let key):
-                guard text[range.lowerBound] == UInt8(ascii: "{") else { return .missing }
+                guard byte(range.lowerBound, of: text) == UInt8(ascii: "{") else { return .missing }
                 let keys = range.lowerBound == 0 ? topLevelKeys : .unknown
                 let found = field(key, inObjectAt: range.lowerBound, of: text, keys: keys, flat: flat)
                 guard case .found(let value) = found else { return found }
                 range = value
             case .index(let index):
-                guard text[range.lowerBound] == UInt8(ascii: "[") else { return .missing }
+                guard byte(range.lowerBound, of: text) == UInt8(ascii: "[") else { return .missing }
                 var items: [Range<Int>] = []
                 var position = range.lowerBound + 1
-                if text[position] != UInt8(ascii: "]") {
+                if byte(position, of: text) != UInt8(ascii: "]") {
                     while true {
-                        let end = skipValue(at: position, in: text)
+                        guard let end = skipValue(at: position, in: text) else { return .missing }
                         items.append(position..<end)
-                        if text[end] == UInt8(ascii: "]") { break }
+                        let next = byte(end, of: text)
+                        if next == UInt8(ascii: "]") { break }
+                        guard next == UInt8(ascii: ",") else { return .missing }
                         position = end + 1
                     }
                 }
@@ -431,12 +436,14 @@ enum CanonicalJSON {
         while text.count - from >= key.count + 2 {
             guard let hit = memchr(base + from, first, text.count - from - key.count - 1) else { return .missing }
             let at = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
+            // `from >= 2` and memchr's length keep `at - 2` and `at + key.count + 1` inside the text.
             if base[at - 1] == UInt8(ascii: "\""), base[at + key.count] == UInt8(ascii: "\""),
                 base[at + key.count + 1] == UInt8(ascii: ":"), memcmp(base + at, needle, key.count) == 0,
                 base[at - 2] == UInt8(ascii: "{") || base[at - 2] == UInt8(ascii: ",")
             {
                 let valueStart = at + key.count + 2
-                return .found(valueStart..<skipValue(at: valueStart, in: text))
+                guard let valueEnd = skipValue(at: valueStart, in: text) else { return .missing }
+                return .found(valueStart..<valueEnd)
             }
             from = at + 1
         }
@@ -466,33 +473,42 @@ enum CanonicalJSON {
         bytes key: UnsafeBufferPointer<UInt8>, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>
     ) -> Lookup {
         var position = start + 1
-        guard text[position] != UInt8(ascii: "}") else { return .missing }
-        let base = text.baseAddress!
-        while true {
-            let keyEnd = skipString(at: position, in: text)
+        guard let base = text.baseAddress else { return .missing }
+        while byte(position, of: text) == UInt8(ascii: "\"") {
+            guard let keyEnd = skipString(at: position, in: text), byte(keyEnd, of: text) == UInt8(ascii: ":")
+            else { return .missing }
             let matches =
                 keyEnd - position - 2 == key.count
                 && (key.isEmpty || memcmp(base + position + 1, key.baseAddress!, key.count) == 0)
             let valueStart = keyEnd + 1
-            let valueEnd = skipValue(at: valueStart, in: text)
+            guard let valueEnd = skipValue(at: valueStart, in: text) else { return .missing }
             if matches { return .found(valueStart..<valueEnd) }
-            guard text[valueEnd] == UInt8(ascii: ",") else { return .missing }
+            guard byte(valueEnd, of: text) == UInt8(ascii: ",") else { return .missing }
             position = valueEnd + 1
         }
+        return .missing
     }
 
-    /// The index just past the value starting at `start`.
-    static func skipValue(at start: Int, in text: UnsafeBufferPointer<UInt8>) -> Int {
+    /// The byte at `index`, or 0 (which canonical text never holds outside strings) past the end.
+    @inline(__always)
+    private static func byte(_ index: Int, of text: UnsafeBufferPointer<UInt8>) -> UInt8 {
+        index >= 0 && index < text.count ? text[index] : 0
+    }
+
+    /// The index just past the value starting at `start`, or `nil` when the text ends before the value does.
+    static func skipValue(at start: Int, in text: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard start >= 0, start < text.count else { return nil }
         switch text[start] {
         case UInt8(ascii: "\""):
             return skipString(at: start, in: text)
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             var depth = 0
             var position = start
-            while true {
+            while position < text.count {
                 switch text[position] {
                 case UInt8(ascii: "\""):
-                    position = skipString(at: position, in: text)
+                    guard let end = skipString(at: position, in: text) else { return nil }
+                    position = end
                     continue
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     depth += 1
@@ -504,6 +520,7 @@ enum CanonicalJSON {
                 }
                 position += 1
             }
+            return nil
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             // `-?digits(.digits)?`, and an exponent where the writer writes one (`1e-05`).
             let base = text.baseAddress!
@@ -532,16 +549,19 @@ enum CanonicalJSON {
         }
     }
 
-    /// The index just past the string whose opening quote is at `start`.
-    private static func skipString(at start: Int, in text: UnsafeBufferPointer<UInt8>) -> Int {
-        let base = text.baseAddress!
+    /// The index just past the string whose opening quote is at `start`, or `nil` when the text ends first.
+    private static func skipString(at start: Int, in text: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let base = text.baseAddress, start >= 0, start < text.count else { return nil }
+        let end = base + text.count
         var position = base + start + 1
-        while true {
-            position = PlainBytes.skip(from: position, to: base + text.count)
+        while position < end {
+            position = PlainBytes.skip(from: position, to: end)
+            guard position < end else { return nil }
             let byte = position.pointee
             if byte == UInt8(ascii: "\"") { return position - base + 1 }
             position += byte == UInt8(ascii: "\\") ? 2 : 1
         }
+        return nil
     }
 
     /// The integer written in `text` when it is one of at most 18 digits (so it fits): the commonest field a stage

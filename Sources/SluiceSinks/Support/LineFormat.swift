@@ -36,6 +36,8 @@ public struct LineFormat: Sendable {
         self.encoding = template == nil ? encoding ?? .json : .text
     }
 
+    private static let messagePath: [PathStep] = [.key("message")]
+
     /// Appends the event's line, newline included; on a template error nothing is appended.
     func append(_ event: Event, to output: inout [UInt8]) throws(EvaluationError) {
         let start = output.count
@@ -43,18 +45,18 @@ public struct LineFormat: Sendable {
         case .json:
             event.writeJSON(to: &output)
         case .text:
-            let value = event.value
+            // Fields are read from the event's text where it has one: a text line is never parsed whole.
             if let template {
                 do {
-                    try template.render(value, to: &output)
+                    try template.render(event, to: &output)
                 } catch {
                     output.removeLast(output.count - start)
                     throw error
                 }
-            } else if case .string(let message)? = value["message"] {
+            } else if case .string(let message)? = event.lookup(Self.messagePath) {
                 output.append(contentsOf: message.utf8)
             } else {
-                JSONWriter.write(value, to: &output)
+                event.writeJSON(to: &output)
             }
         }
         output.append(UInt8(ascii: "\n"))

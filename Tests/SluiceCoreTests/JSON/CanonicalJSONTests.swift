@@ -212,6 +212,63 @@ struct CanonicalJSONTests {
         }
     }
 
+    /// Only code in this package can give an event unchecked text; text that breaks the rules (cut short, with a
+    /// wrong flatness claim, or damaged) must still never be read outside its bytes: fields are missing or wrong,
+    /// and nothing traps. (Under `scripts/sanitize address` an out-of-bounds read is reported as well.)
+    @Test func brokenTextIsNeverReadOutsideItsBytes() throws {
+        let samples = [
+            #"{"a":{"b":[10,{"c":"x\"y,}]"}],"e":1},"s":"{\"a\":2}","n":-1.5e-07,"t":true,"z":null,"last":[]}"#,
+            #"{"device":"d-1","seq":12,"temp":23.5,"ok":false}"#,
+            #"[1,[2,{"k":"v"}],"s"]"#,
+        ]
+        let paths: [[PathStep]] = [
+            [.key("a")], [.key("a"), .key("b"), .index(1), .key("c")], [.key("a"), .key("b"), .index(-1)],
+            [.key("s")], [.key("seq")], [.key("temp")], [.key("ok")], [.key("last"), .index(0)], [.index(1)],
+            [.index(1), .index(1), .key("k")], [.index(-1)], [.key("missing")],
+        ]
+        var damaged: [[UInt8]] = []
+        for sample in samples {
+            let bytes = Array(sample.utf8)
+            for length in 1...bytes.count { damaged.append(Array(bytes.prefix(length))) }
+            for index in bytes.indices {
+                for replacement in [UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "}"), UInt8(ascii: ",")] {
+                    var copy = bytes
+                    copy[index] = replacement
+                    damaged.append(copy)
+                }
+            }
+        }
+        var lookups = 0
+        for text in damaged {
+            for flat in [false, true] {
+                var event = Event(canonicalJSON: text, isFlat: flat)
+                for path in paths {
+                    _ = event.lookup(path)
+                    lookups += 1
+                }
+                // Appending to text that does not end its object is refused (the event is parsed instead).
+                try? event.set(try #require(EventPath("added")), to: 1)
+            }
+        }
+        #expect(lookups == damaged.count * 2 * paths.count)
+        // A value cut short is never found whole.
+        let cut = Event(canonicalJSON: Array(#"{"a":"unterminated"#.utf8))
+        #expect(cut.lookup([.key("a")]) == nil)
+        #expect(Event(canonicalJSON: Array(#"{"a":[1,2"#.utf8)).lookup([.key("a"), .index(1)]) == nil)
+    }
+
+    /// The public way to make an event from bytes checks them: canonical text is kept, anything else parsed, and
+    /// invalid JSON refused.
+    @Test func eventsFromJSONBytesAreChecked() throws {
+        let canonical = try Event(json: Array(#"{"a":1,"b":"x"}"#.utf8))
+        #expect(canonical.isText && canonical.lookup([.key("b")]) == "x")
+        let spaced = try Event(json: Array(#"{ "a" : 1 }"#.utf8))
+        #expect(!spaced.isText && spaced.value == ["a": 1])
+        for invalid in [#"{"a":"#, "", "{} {}", #"{"a":1"#] {
+            #expect(throws: JSONError.self, "\(invalid)") { try Event(json: Array(invalid.utf8)) }
+        }
+    }
+
     @Test func settingANewFieldAppendsToTheTextAndAnOldOneParses() throws {
         var event = Event(canonicalJSON: Array(#"{"a":1}"#.utf8), ingestNanos: 5)
         try event.set(try #require(EventPath("b")), to: .string("x\n"))
