@@ -8,7 +8,8 @@ internal import Synchronization
 
 /// Where a ``WebSocketServer`` listens and how it treats clients.
 public struct WebSocketServerOptions: Sendable {
-    /// The address to bind; 127.0.0.1 unless written otherwise.
+    /// What to bind: an IPv4 or IPv6 address, `*` (every interface, both families), an interface name or a host
+    /// name (see ``ListenAddress/resolve(_:)``); 127.0.0.1 unless written otherwise.
     public var host = "127.0.0.1"
     /// The port; 0 picks a free one (see ``WebSocketServer/start()``).
     public var port = 8765
@@ -31,6 +32,14 @@ public struct WebSocketServerOptions: Sendable {
     public var handshakeTimeoutSecs = 10
 
     public init() {}
+}
+
+/// Where a started server listens, read from its sockets.
+public struct WebSocketServerListening: Sendable, Equatable {
+    /// The port every socket listens on.
+    public var port: Int
+    /// Each listening socket's address and port as the kernel reports it: `127.0.0.1:8765`, `[::1]:8765`.
+    public var addresses: [String]
 }
 
 /// Counters of a server, for metrics.
@@ -81,8 +90,8 @@ public final class WebSocketServer: @unchecked Sendable {
         var stopRequested = false
         var gate: ReadGate
         var statistics = WebSocketServerStatistics()
-        var startResult: Result<Int, WebSocketServerError>?
-        var startWaiter: CheckedContinuation<Result<Int, WebSocketServerError>, Never>?
+        var startResult: Result<WebSocketServerListening, WebSocketServerError>?
+        var startWaiter: CheckedContinuation<Result<WebSocketServerListening, WebSocketServerError>, Never>?
     }
 
     let shared: Mutex<Shared>
@@ -130,13 +139,14 @@ public final class WebSocketServer: @unchecked Sendable {
         (events, continuation) = AsyncStream.makeStream(of: WebSocketServerEvent.self)
     }
 
-    /// Starts listening on a thread of its own; returns the port (useful with port 0) or why it could not listen.
-    public func start() async throws(WebSocketServerError) -> Int {
+    /// Starts listening on a thread of its own; returns where it listens, read from the listening sockets (the
+    /// port is useful with port 0), or why it could not listen.
+    public func start() async throws(WebSocketServerError) -> WebSocketServerListening {
         LWSLog.install(log)
         let retained = Unmanaged.passRetained(self)
         ServiceThread.start { retained.takeRetainedValue().run() }
         let result = await withCheckedContinuation { continuation in
-            let ready = shared.locked { state -> Result<Int, WebSocketServerError>? in
+            let ready = shared.locked { state -> Result<WebSocketServerListening, WebSocketServerError>? in
                 if let result = state.startResult { return result }
                 state.startWaiter = continuation
                 return nil
@@ -182,31 +192,26 @@ public final class WebSocketServer: @unchecked Sendable {
         let resources = LWSResources()
         resources.protocols[0].name = UnsafePointer(resources.protocolName)
         resources.protocols[0].callback = serverCallback
-        var info = lws_context_creation_info()
-        info.port = Int32(options.port)
-        info.iface = UnsafePointer(resources.string(options.host))
-        info.protocols = UnsafePointer(resources.protocols)
-        info.user = Unmanaged.passUnretained(self).toOpaque()
-        info.options = UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
-        // A client that connects and never finishes its upgrade request is closed after this long.
-        info.timeout_secs = UInt32(clamping: options.handshakeTimeoutSecs)
-        info.timeout_secs_ah_idle = UInt32(clamping: options.handshakeTimeoutSecs)
-        if let cert = options.certFile, let key = options.keyFile {
-            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
-            info.ssl_cert_filepath = UnsafePointer(resources.string(cert))
-            info.ssl_private_key_filepath = UnsafePointer(resources.string(key))
-        }
-        let context = lws_create_context(&info)
-        let port = context.flatMap { lws_get_vhost_by_name($0, "default") }.map { Int(lws_get_vhost_listen_port($0)) }
-        let result: Result<Int, WebSocketServerError> =
-            if context != nil, let port, port > 0 {
-                .success(port)
-            } else {
-                .failure(
-                    WebSocketServerError(
-                        message: "cannot listen on \(options.host):\(options.port) (see the lws error above)"))
+        var context: OpaquePointer?
+        let result: Result<WebSocketServerListening, WebSocketServerError>
+        switch ListenAddress.resolve(options.host) {
+        case .failure(let error):
+            result = .failure(error)
+        case .success(let addresses):
+            // The sockets new between the two snapshots are this server's: no other server makes any meanwhile.
+            result = ListeningSockets.creation.locked { _ -> Result<WebSocketServerListening, WebSocketServerError> in
+                let before = ListeningSockets.snapshot()
+                context = createContext(resources)
+                guard let context else {
+                    return .failure(WebSocketServerError(message: "cannot start a server (see the lws error above)"))
+                }
+                return listen(context, on: addresses, resources: resources).flatMap { _ in
+                    boundAddresses(since: before)
+                }
             }
-        let waiter = shared.locked { state -> CheckedContinuation<Result<Int, WebSocketServerError>, Never>? in
+        }
+        let waiter = shared.locked {
+            state -> CheckedContinuation<Result<WebSocketServerListening, WebSocketServerError>, Never>? in
             state.startResult = result
             if let context, case .success = result { state.context = .init(pointer: context) }
             defer { state.startWaiter = nil }
@@ -226,6 +231,63 @@ public final class WebSocketServer: @unchecked Sendable {
         // The context pointed into this memory until it was destroyed just above; only now may it be freed.
         withExtendedLifetime(resources) {}
         continuation.finish()
+    }
+
+    /// A context with no listener of its own: each address gets a vhost (see ``listen(_:on:resources:)``).
+    private func createContext(_ resources: LWSResources) -> OpaquePointer? {
+        var info = lws_context_creation_info()
+        info.options = UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+        if options.certFile != nil { info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) }
+        info.user = Unmanaged.passUnretained(self).toOpaque()
+        // lws' own round trips (a handshake's, a close's) are given this long.
+        info.timeout_secs = UInt32(clamping: options.handshakeTimeoutSecs)
+        return lws_create_context(&info)
+    }
+
+    /// Binds one vhost per address, all on one port (the first's, when the port is 0). Each vhost's options make
+    /// lws bind exactly its family: IPv6 off for an IPv4 address, `IPV6_V6ONLY` on for an IPv6 one.
+    private func listen(_ context: OpaquePointer, on addresses: [ListenAddress], resources: LWSResources)
+        -> Result<Int, WebSocketServerError>
+    {
+        var port = options.port
+        for (index, address) in addresses.enumerated() {
+            var info = lws_context_creation_info()
+            info.vhost_name = UnsafePointer(resources.string("sluice-\(index)"))
+            info.port = Int32(port)
+            info.iface = UnsafePointer(resources.string(address.numeric))
+            info.protocols = UnsafePointer(resources.protocols)
+            info.options =
+                UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8) | UInt64(LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND)
+                | (address.isIPv6
+                    ? UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY) | UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE)
+                    : UInt64(LWS_SERVER_OPTION_DISABLE_IPV6))
+            // A connection that has not finished its upgrade request is closed after this long (a vhost setting).
+            info.timeout_secs_ah_idle = UInt32(clamping: options.handshakeTimeoutSecs)
+            if let cert = options.certFile, let key = options.keyFile {
+                // lws reads this option from the vhost's info as well as the context's before it sets up TLS.
+                info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+                info.ssl_cert_filepath = UnsafePointer(resources.string(cert))
+                info.ssl_private_key_filepath = UnsafePointer(resources.string(key))
+            }
+            guard let vhost = lws_create_vhost(context, &info), lws_get_vhost_listen_port(vhost) > 0 else {
+                return .failure(
+                    WebSocketServerError(
+                        message: "cannot listen on \(address.withPort(port)) (see the lws error above)"))
+            }
+            port = Int(lws_get_vhost_listen_port(vhost))
+        }
+        return .success(port)
+    }
+
+    /// The listening sockets opened since `before`, as the kernel reports them.
+    private func boundAddresses(since before: [UInt64: Int32]) -> Result<WebSocketServerListening, WebSocketServerError>
+    {
+        let bound = ListeningSockets.snapshot().filter { before[$0.key] == nil }.values.sorted()
+            .compactMap(ListeningSockets.listeningAddress)
+        guard let port = bound.first?.1, bound.allSatisfy({ $0.1 == port }) else {
+            return .failure(WebSocketServerError(message: "the server's listening sockets could not be found"))
+        }
+        return .success(WebSocketServerListening(port: port, addresses: bound.map { $0.0.withPort($0.1) }))
     }
 
     private func deliverPending(_ context: OpaquePointer) {

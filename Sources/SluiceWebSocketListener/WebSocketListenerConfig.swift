@@ -4,7 +4,9 @@ public import SluiceWebSocket
 /// The listener options shared by the `websocket_server` sink and source: `listen`, `path`, `tls`, and the limits
 /// on what a remote client controls.
 public struct WebSocketListenerConfig: Sendable, Equatable {
-    /// The address to bind: 127.0.0.1 unless another is written explicitly.
+    /// What to bind: 127.0.0.1 unless another is written explicitly. An IPv4 or IPv6 address binds exactly that
+    /// address, `*` every interface of both families, an interface name its addresses, a host name every address
+    /// it resolves to (resolved when the server starts).
     public var host = "127.0.0.1"
     /// The port; 0 picks a free one, reported on stderr.
     public var port = 8765
@@ -33,7 +35,10 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
             } else {
                 options.log.error(
                     "\(node.shown(text)) is not a listen address", at: node.mark,
-                    notes: ["write HOST:PORT, or a bare PORT to bind 127.0.0.1 only"])
+                    notes: [
+                        "write HOST:PORT ([IPV6]:PORT for an IPv6 address, *:PORT for every interface), or a bare "
+                            + "PORT to bind 127.0.0.1 only"
+                    ])
             }
         }
         if let path = options.value("path")?.string() { self.path = path.hasPrefix("/") ? path : "/" + path }
@@ -51,7 +56,7 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
             maxClientFramesPerSec = limit
         }
         if let limit = options.value("handshake_timeout_secs")?.int(in: 1...3600) { handshakeTimeoutSecs = limit }
-        if host == "0.0.0.0" || host == "::" || host == "*", certFile == nil {
+        if ["0.0.0.0", "::", "*"].contains(host), certFile == nil {
             options.log.warning(
                 "\(options.name) listens on all interfaces without TLS", at: options.value("listen")?.mark,
                 notes: [
@@ -61,15 +66,25 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
         try options.validated()
     }
 
-    /// `HOST:PORT`, `[V6]:PORT` or a bare `PORT` (which binds 127.0.0.1).
+    /// `HOST:PORT`, `[IPV6]:PORT` or a bare `PORT` (which binds 127.0.0.1). An IPv6 address needs its brackets,
+    /// so that its last group is never taken for the port.
     static func parseListen(_ text: String) -> (String, Int)? {
         if let port = Int(text), (0...65535).contains(port) { return ("127.0.0.1", port) }
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
             (0...65535).contains(port)
         else { return nil }
         var host = String(text[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return host.isEmpty ? nil : (host, port)
+        if host.hasPrefix("[") {
+            guard host.hasSuffix("]"), host.contains(":") else { return nil }
+            host = String(host.dropFirst().dropLast())
+        } else if host.contains(":") {
+            return nil
+        }
+        let allowed = host.unicodeScalars.allSatisfy {
+            $0.isASCII
+                && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || ".-_:%*".unicodeScalars.contains($0))
+        }
+        return host.isEmpty || !allowed ? nil : (host, port)
     }
 }
 
@@ -90,15 +105,17 @@ extension WebSocketListenerConfig {
         return options
     }
 
-    /// The URL clients connect to.
-    public func url(port: Int) -> String {
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        return "\(certFile == nil ? "ws" : "wss")://\(shownHost):\(port)\(path ?? "/")"
+    /// The URLs clients connect to, one per listening socket, from the addresses the sockets report.
+    public func urls(_ listening: WebSocketServerListening) -> String {
+        listening.addresses.map { "\(certFile == nil ? "ws" : "wss")://\($0)\(path ?? "/")" }.joined(separator: ", ")
     }
 
     /// The metrics every server component reports: clients now and ever, and those refused or dropped, by cause.
-    public static func clientMetrics(_ statistics: WebSocketServerStatistics) -> JSONObject {
+    public static func clientMetrics(_ statistics: WebSocketServerStatistics, _ listening: WebSocketServerListening)
+        -> JSONObject
+    {
         [
+            "listening_on": .array(listening.addresses.map { .string($0) }),
             "clients": .int(Int64(statistics.clients)),
             "clients_total": .int(Int64(statistics.clientsTotal)),
             "clients_refused_total": [

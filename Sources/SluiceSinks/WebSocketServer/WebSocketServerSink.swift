@@ -11,11 +11,11 @@ struct WebSocketServerSink: Sink {
         let id = context.id
         let log = context.log
         let server = WebSocketServer(options: listener.serverOptions) { log.info("websocket_server '\(id)': \($0)") }
-        let port = try await server.start()
-        log.info("websocket_server '\(id)': listening on \(listener.url(port: port))")
+        let listening = try await server.start()
+        log.info("websocket_server '\(id)': listening on \(listener.urls(listening))")
         context.metrics.provideDetails {
             let statistics = server.statistics
-            var details = WebSocketListenerConfig.clientMetrics(statistics)
+            var details = WebSocketListenerConfig.clientMetrics(statistics, listening)
             details["client_discarded_events_total"] = ["slow_client": .int(Int64(statistics.slowClientDroppedTotal))]
             return details
         }

@@ -13,11 +13,11 @@ struct WebSocketServerSource: Source {
         let server = WebSocketServer(options: config.listener.serverOptions) {
             log.info("websocket_server '\(id)': \($0)")
         }
-        let port = try await server.start()
-        log.info("websocket_server '\(id)': listening on \(config.listener.url(port: port))")
+        let listening = try await server.start()
+        log.info("websocket_server '\(id)': listening on \(config.listener.urls(listening))")
         context.metrics.provideDetails {
             let statistics = server.statistics
-            var details = WebSocketListenerConfig.clientMetrics(statistics)
+            var details = WebSocketListenerConfig.clientMetrics(statistics, listening)
             details["received_bytes_total"] = .int(Int64(statistics.receivedBytesTotal))
             return details
         }

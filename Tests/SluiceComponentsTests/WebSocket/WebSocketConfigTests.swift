@@ -63,6 +63,9 @@ struct WebSocketSourceConfigTests {
             "sources:\n  in: {type: websocket_server, listen: 'localhost'}\nsinks:\n  out: {type: blackhole, inputs: [in]}\n"
         )
         #expect(bad.contains("error: 'localhost' is not a listen address"))
-        #expect(bad.contains("note: write HOST:PORT, or a bare PORT to bind 127.0.0.1 only"))
+        #expect(
+            bad.contains(
+                "note: write HOST:PORT ([IPV6]:PORT for an IPv6 address, *:PORT for every interface), or a bare PORT to "
+                    + "bind 127.0.0.1 only"))
     }
 }
