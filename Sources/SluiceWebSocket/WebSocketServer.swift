@@ -50,6 +50,16 @@ public struct WebSocketServerStatistics: Sendable, Equatable {
     public var clientsTotal = 0
     /// Messages dropped from slow clients' queues, summed over clients.
     public var slowClientDroppedTotal = 0
+    /// Messages still queued for a client when it closed the connection, which it will never get.
+    public var closedClientDroppedTotal = 0
+    /// Messages dropped before any client's queue, because the service thread fell behind the producer.
+    public var serviceBacklogDroppedTotal = 0
+    /// Clients that left with a close handshake they began.
+    public var disconnectedNormalTotal = 0
+    /// Clients the server closed: for a broken limit, or because it was stopping.
+    public var disconnectedByServerTotal = 0
+    /// Clients whose connection ended without a close handshake (reset, lost, timed out).
+    public var disconnectedLostTotal = 0
     /// Bytes received from clients.
     public var receivedBytesTotal = 0
     /// Handshakes refused because `maxClients` were connected.
@@ -103,6 +113,10 @@ public final class WebSocketServer: @unchecked Sendable {
         /// Set when the client broke a limit: it is closed with this at its next writeable callback, and nothing
         /// more it sends is taken.
         var closing: (status: lws_close_status, reason: String)?
+        /// Set when the client sent a close frame: lws answers it at once, and nothing more is sent to it.
+        var peerClosed = false
+        /// Set when the server began closing this client (a broken limit, or stopping).
+        var closedByServer = false
         /// The one-second window frames are counted in.
         var windowStartNanos = monotonicNanos()
         var framesInWindow = 0
@@ -162,7 +176,10 @@ public final class WebSocketServer: @unchecked Sendable {
             state.outbox.append(contentsOf: messages)
             // The service thread moves the outbox to the clients on every wake-up; bound it all the same.
             let limit = max(options.maxClientBufferMessages, 1024) * 4
-            if state.outbox.count > limit { state.outbox.removeFirst(state.outbox.count - limit) }
+            if state.outbox.count > limit {
+                state.statistics.serviceBacklogDroppedTotal += state.outbox.count - limit
+                state.outbox.removeFirst(state.outbox.count - limit)
+            }
             if let context = state.context { lws_cancel_service(context.pointer) }
         }
     }
@@ -334,7 +351,28 @@ public final class WebSocketServer: @unchecked Sendable {
             }
             if paused { lws_rx_flow_control(wsi, 0) }
         case LWS_CALLBACK_CLOSED:
-            if sessions.removeValue(forKey: key) != nil { shared.locked { $0.statistics.clients -= 1 } }
+            if let session = sessions.removeValue(forKey: key) {
+                shared.locked { state in
+                    state.statistics.clients -= 1
+                    if session.peerClosed {
+                        state.statistics.disconnectedNormalTotal += 1
+                    } else if session.closedByServer {
+                        state.statistics.disconnectedByServerTotal += 1
+                    } else {
+                        state.statistics.disconnectedLostTotal += 1
+                    }
+                }
+            }
+        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+            // The client is leaving: lws sends the close reply at its next writeable moment, ahead of any data (it
+            // no longer asks us for any), so what is still queued for this client is dropped and counted now.
+            guard let session = sessions[key], !session.peerClosed else { break }
+            session.peerClosed = true
+            let dropped = session.queued
+            session.queue.removeAll()
+            session.head = 0
+            if dropped > 0 { shared.locked { $0.statistics.closedClientDroppedTotal += dropped } }
+            lws_callback_on_writable(wsi)
         case LWS_CALLBACK_RECEIVE:
             guard let session = sessions[key], session.closing == nil else { break }
             shared.locked { $0.statistics.receivedBytesTotal += length }
@@ -355,7 +393,7 @@ public final class WebSocketServer: @unchecked Sendable {
                 close(session, wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large")
             }
         case LWS_CALLBACK_SERVER_WRITEABLE:
-            guard let session = sessions[key] else { break }
+            guard let session = sessions[key], !session.peerClosed else { break }
             if let closing = session.closing {
                 // lws sends the close frame; a client still sending usually sees a reset instead (1006), as
                 // the kernel resets a connection closed with data unread.
@@ -373,6 +411,7 @@ public final class WebSocketServer: @unchecked Sendable {
                 session.head = 0
                 // Stopping: a client is closed once it has everything queued for it.
                 if shared.locked({ $0.stopRequested }) {
+                    session.closedByServer = true
                     closeWith(wsi, LWS_CLOSE_STATUS_GOINGAWAY, "server stopping")
                     return -1
                 }
@@ -393,7 +432,8 @@ public final class WebSocketServer: @unchecked Sendable {
                 } else {
                     // Each client gets what is queued for it, then a 1001 close; one that does not read is cut
                     // off after two seconds, so a stalled client cannot hold up the shutdown.
-                    for key in sessions.keys {
+                    for (key, session) in sessions {
+                        session.closedByServer = true
                         lws_set_timeout(OpaquePointer(bitPattern: key), PENDING_TIMEOUT_USER_OK, 2)
                     }
                     lws_callback_on_writable_all_protocol(context, lws_get_protocol(wsi))
@@ -422,6 +462,7 @@ public final class WebSocketServer: @unchecked Sendable {
     /// when it is next writeable.
     private func close(_ session: Session, _ wsi: OpaquePointer?, _ status: lws_close_status, _ reason: String) {
         session.closing = (status, reason)
+        session.closedByServer = true
         lws_callback_on_writable(wsi)
         // A client that does not read would never take the close: cut it off after two seconds.
         lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, 2)
@@ -435,7 +476,7 @@ public final class WebSocketServer: @unchecked Sendable {
     /// Adds `messages` to every client's queue; a client over its limit loses its oldest messages.
     private func enqueue(_ messages: [[UInt8]], context: OpaquePointer, protocolOf wsi: OpaquePointer?) {
         var dropped = 0
-        for session in sessions.values {
+        for session in sessions.values where !session.peerClosed {
             session.queue.append(contentsOf: messages)
             let excess = session.queued - options.maxClientBufferMessages
             if excess > 0 {

@@ -126,6 +126,11 @@ extension WebSocketListenerConfig {
                 "too_many_frames": .int(Int64(statistics.droppedTooManyFramesTotal)),
                 "oversize": .int(Int64(statistics.droppedOversizeTotal)),
             ],
+            "clients_disconnected_total": [
+                "normal": .int(Int64(statistics.disconnectedNormalTotal)),
+                "by_server": .int(Int64(statistics.disconnectedByServerTotal)),
+                "lost": .int(Int64(statistics.disconnectedLostTotal)),
+            ],
         ]
     }
 }

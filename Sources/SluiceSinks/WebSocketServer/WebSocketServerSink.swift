@@ -16,7 +16,11 @@ struct WebSocketServerSink: Sink {
         context.metrics.provideDetails {
             let statistics = server.statistics
             var details = WebSocketListenerConfig.clientMetrics(statistics, listening)
-            details["client_discarded_events_total"] = ["slow_client": .int(Int64(statistics.slowClientDroppedTotal))]
+            details["client_discarded_events_total"] = [
+                "slow_client": .int(Int64(statistics.slowClientDroppedTotal)),
+                "client_closed": .int(Int64(statistics.closedClientDroppedTotal)),
+                "service_backlog": .int(Int64(statistics.serviceBacklogDroppedTotal)),
+            ]
             return details
         }
         while let batch = await input.next() {

@@ -69,3 +69,17 @@ struct WebSocketSourceConfigTests {
                     + "bind 127.0.0.1 only"))
     }
 }
+
+struct WebSocketServerOutboxTests {
+    /// Messages wait in the server's outbox until its service thread moves them to the clients' queues; when it
+    /// falls behind, the outbox is bounded and every message dropped from it is counted.
+    @Test func anOverflowingOutboxCountsWhatItDrops() {
+        var options = WebSocketServerOptions()
+        options.maxClientBufferMessages = 10
+        // Never started: nothing drains the outbox, which holds at most 4 x max(10, 1024) messages.
+        let server = WebSocketServer(options: options) { _ in }
+        let message: [UInt8] = Array("{}".utf8)
+        for _ in 0..<5 { server.broadcast(Array(repeating: message, count: 1000)) }
+        #expect(server.statistics.serviceBacklogDroppedTotal == 5000 - 4096)
+    }
+}

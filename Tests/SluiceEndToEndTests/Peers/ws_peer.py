@@ -27,6 +27,11 @@ Modes:
   limits  probe a server at --url that allows --clients clients: fill it, try one more (records the HTTP status),
           flood with --messages messages from one client (records its close code), and hold a raw connection
           that never sends its upgrade request (records how long until the server hangs up); then "done".
+  closer  a raw client of --url: read every message for --secs seconds, then stop reading for --pause seconds (so
+          the server's queue for us and the TCP buffers fill), then send a close frame (1000) and read on,
+          discarding data, until the server's close frame arrives, as browsers do; records how long that took and
+          the code the server answered with. (Python websockets' default queue of 32 messages stops reading when
+          it is full, so there a close frame behind more data is never seen.)
   churn   against a server at --url: --clients clients that each connect, read a message and leave, 10 at a time,
           while --slow clients connect (raw, 4 KiB receive buffer) and never read; records "done" with counts.
 """
@@ -36,7 +41,8 @@ import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, thre
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 parser = argparse.ArgumentParser()
-parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "frames", "hostile", "client", "limits", "churn"])
+parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "frames", "hostile", "client", "limits", "churn",
+                                    "closer"])
 parser.add_argument("--clients", type=int, default=3)
 parser.add_argument("--slow", type=int, default=0)
 parser.add_argument("--frames", default=None)
@@ -54,6 +60,8 @@ parser.add_argument("--lifetime", type=float, default=60)
 parser.add_argument("--certfile", default=None)
 parser.add_argument("--keyfile", default=None)
 parser.add_argument("--close-after", action="store_true")
+parser.add_argument("--secs", type=float, default=2)
+parser.add_argument("--pause", type=float, default=0)
 args = parser.parse_args()
 
 record_lock = threading.Lock()
@@ -309,6 +317,47 @@ async def limits():
     record({"event": "done"})
 
 
+def closer():
+    announce(0)
+    sock = raw_upgrade(args.url)
+    reader = sock.makefile("rb")
+
+    def read_frame():
+        header = reader.read(2)
+        if len(header) < 2:
+            raise ConnectionError("the connection ended without a close frame")
+        length = header[1] & 0x7F
+        if length == 126:
+            length = int.from_bytes(reader.read(2), "big")
+        elif length == 127:
+            length = int.from_bytes(reader.read(8), "big")
+        return header[0] & 0x0F, reader.read(length)
+
+    received = 0
+    end = time.monotonic() + args.secs
+    while time.monotonic() < end:
+        opcode, _ = read_frame()
+        received += opcode == 1
+    time.sleep(args.pause)
+    closing = time.monotonic()
+    mask = b"\x01\x02\x03\x04"
+    payload = (1000).to_bytes(2, "big") + b"bye"
+    sock.sendall(bytes([0x88, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+    code = None
+    discarded = 0
+    try:
+        while True:
+            opcode, body = read_frame()
+            if opcode == 8:
+                code = int.from_bytes(body[:2], "big") if len(body) >= 2 else 1005
+                break
+            discarded += 1
+    except ConnectionError:
+        pass
+    record({"event": "closer", "received": received, "close_secs": time.monotonic() - closing, "code": code,
+            "discarded_after_close": discarded})
+
+
 async def churn():
     import websockets
     announce(0)
@@ -339,6 +388,9 @@ elif args.mode == "limits":
     asyncio.run(asyncio.wait_for(limits(), args.lifetime))
 elif args.mode == "churn":
     asyncio.run(churn())
+elif args.mode == "closer":
+    signal.alarm(int(args.lifetime))
+    closer()
 elif args.mode in ("silent", "blast", "frames", "hostile"):
     raw_server()
 else:
