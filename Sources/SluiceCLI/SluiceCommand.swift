@@ -1,4 +1,4 @@
-public import SluiceCore
+internal import SluiceCore
 internal import SluiceSinks
 internal import SluiceSources
 internal import SluiceTransforms
@@ -26,10 +26,20 @@ public enum SluiceCommand {
     /// interleave.
     static let standardOutput = OutputWriter(fileDescriptor: 1, label: "stdout")
 
-    /// Runs the command line `arguments` (without the program name) and returns the exit code.
+    /// Runs the command line `arguments` (without the program name) and returns the exit code, once everything
+    /// written to standard error has been written.
     ///
     /// `onStopRequest` is given a function to call when the user asks to stop (the first SIGINT or SIGTERM).
     public static func main(
+        arguments: [String], environment: [String: String],
+        onStopRequest: (@escaping @Sendable () -> Void) -> Void
+    ) async -> ExitCode {
+        let code = await perform(arguments: arguments, environment: environment, onStopRequest: onStopRequest)
+        await OutputWriter.standardError.drain()
+        return code
+    }
+
+    private static func perform(
         arguments: [String], environment: [String: String],
         onStopRequest: (@escaping @Sendable () -> Void) -> Void
     ) async -> ExitCode {
@@ -118,7 +128,7 @@ public enum SluiceCommand {
         let metricsWriter: OutputWriter
         switch definition.metrics.destination {
         case .stdout: metricsWriter = standardOutput
-        case .stderr: metricsWriter = OutputWriter(fileDescriptor: 2, label: "stderr")
+        case .stderr: metricsWriter = OutputWriter.standardError
         case .file(let path):
             do {
                 metricsWriter = try OutputWriter.open(path: path, append: false)
@@ -127,13 +137,13 @@ public enum SluiceCommand {
                 return .runtimeFailure
             }
         }
-        defer { metricsWriter.close() }
         let runner = PipelineRunner(definition: definition, log: .standardError)
         let reporter = MetricsReporter(
             settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,
             writer: metricsWriter)
         onStopRequest { runner.stop() }
         let outcome = await runner.run(reporter: reporter)
+        await metricsWriter.close()
         return outcome.failures.isEmpty ? .success : .runtimeFailure
     }
 

@@ -11,6 +11,7 @@ extension WebSocketClient {
     // MARK: - Run loop
 
     func run() {
+        LWSLog.route(to: log)
         let resources = LWSResources()
         self.resources = resources
         resources.protocols[0].name = UnsafePointer(resources.protocolName)
@@ -57,6 +58,7 @@ extension WebSocketClient {
 
     /// Runs after the context is gone (or was never made): frees the C memory and ends `events`.
     private func finishRun() {
+        LWSLog.remove()
         updateStatistics { $0.state = .stopped }
         resources = nil
         continuation.finish()

@@ -154,17 +154,20 @@ public final class WebSocketClient: @unchecked Sendable {
         (events, continuation) = AsyncStream.makeStream(of: WebSocketClientEvent.self)
     }
 
-    /// Starts the service thread, which connects at once.
-    public func start() {
+    /// Starts the service thread, which connects at once; throws when the thread cannot be created.
+    public func start() throws(WebSocketClientError) {
         let first = shared.locked { state -> Bool in
             defer { state.started = true }
             return !state.started
         }
         guard first else { return }
-        LWSLog.install(log)
         let retained = Unmanaged.passRetained(self)
-        ServiceThread.start {
-            retained.takeRetainedValue().run()
+        do {
+            try ServiceThread.start { retained.takeRetainedValue().run() }
+        } catch {
+            retained.release()
+            continuation.finish()
+            throw WebSocketClientError(message: error.message)
         }
     }
 
@@ -192,6 +195,12 @@ public final class WebSocketClient: @unchecked Sendable {
     func updateStatistics(_ change: (inout WebSocketClientStatistics) -> Void) {
         shared.locked { change(&$0.statistics) }
     }
+}
+
+/// A client that could not start.
+public struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
 }
 
 /// The C memory an lws context (client or server) points into: allocated when its service thread starts, freed
@@ -246,22 +255,40 @@ final class LWSResources {
 
 /// The dedicated thread libwebsockets is served on.
 enum ServiceThread {
-    /// Starts a detached thread running `body` (pthread, so no Foundation is needed).
-    static func start(_ body: @escaping @Sendable () -> Void) {
+    /// Starts a detached thread running `body` (pthread, so no Foundation is needed), with a stack of
+    /// `stackBytes` when given; throws with the system's reason when the thread cannot be created.
+    static func start(stackBytes: Int? = nil, _ body: @escaping @Sendable () -> Void) throws(ServiceThreadError) {
         final class Box: @unchecked Sendable {
             // @unchecked: written once before the thread starts, read once by it.
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
         }
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        if let stackBytes, pthread_attr_setstacksize(&attributes, stackBytes) != 0 {
+            throw ServiceThreadError(message: "cannot start a service thread: invalid stack size \(stackBytes)")
+        }
+        let box = Unmanaged.passRetained(Box(body))
         var thread = pthread_t()
-        pthread_create(
-            &thread, nil,
+        let status = pthread_create(
+            &thread, &attributes,
             { argument in
                 let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
                 box.body()
                 return nil
-            }, box)
-        pthread_detach(thread)
+            }, box.toOpaque())
+        guard status == 0 else {
+            // The thread never ran, so it never took the box: release it here.
+            box.release()
+            throw ServiceThreadError(message: "cannot start a service thread: \(String(cString: strerror(status)))")
+        }
     }
+}
+
+/// A service thread could not be created (out of memory or threads).
+struct ServiceThreadError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
 }

@@ -156,9 +156,14 @@ public final class WebSocketServer: @unchecked Sendable {
     /// Starts listening on a thread of its own; returns where it listens, read from the listening sockets (the
     /// port is useful with port 0), or why it could not listen.
     public func start() async throws(WebSocketServerError) -> WebSocketServerListening {
-        LWSLog.install(log)
         let retained = Unmanaged.passRetained(self)
-        ServiceThread.start { retained.takeRetainedValue().run() }
+        do {
+            try ServiceThread.start { retained.takeRetainedValue().run() }
+        } catch {
+            retained.release()
+            continuation.finish()
+            throw WebSocketServerError(message: error.message)
+        }
         let result = await withCheckedContinuation { continuation in
             let ready = shared.locked { state -> Result<WebSocketServerListening, WebSocketServerError>? in
                 if let result = state.startResult { return result }
@@ -206,6 +211,8 @@ public final class WebSocketServer: @unchecked Sendable {
     // MARK: - Run loop
 
     private func run() {
+        LWSLog.route(to: log)
+        defer { LWSLog.remove() }
         let resources = LWSResources()
         resources.protocols[0].name = UnsafePointer(resources.protocolName)
         resources.protocols[0].callback = serverCallback

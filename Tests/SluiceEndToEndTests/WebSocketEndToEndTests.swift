@@ -249,6 +249,32 @@ struct WebSocketEndToEndTests {
         #expect(errors.contains("TLS failed") || errors.contains("SSL"), "\(errors)")
     }
 
+    /// libwebsockets' log is process-wide; each line still goes to the component whose service thread logged it.
+    /// Here a server sink starts beside a client that fails TLS: the TLS reason is the client's.
+    @Test func libwebsocketsErrorsAreReportedUnderTheComponentThatHadThem() throws {
+        let (directory, path) = try makeCertificates()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let peer = try WebSocketPeer(
+            "feed", ["--messages", "5", "--certfile", path("server.pem"), "--keyfile", path("server.key")])
+        defer { peer.stop() }
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              feed:
+                type: websocket
+                url: wss://localhost:\(peer.port)/
+                reconnect: {initial_delay_ms: 100, max_attempts: 2}
+            sinks:
+              live: {type: websocket_server, inputs: [feed], listen: 0}
+            """)
+        defer { pipeline.remove() }
+        let (status, _, errors) = try SluiceProcess.run(["run", pipeline.path])
+        #expect(status == 1)
+        let lwsLines = errors.split(separator: "\n").filter { $0.contains("libwebsockets:") }
+        #expect(lwsLines.contains { $0.contains("certificate") }, "\(errors)")
+        #expect(lwsLines.allSatisfy { $0.hasPrefix("sluice: websocket 'feed': libwebsockets:") }, "\(errors)")
+    }
+
     @Test func aFastServerIntoABlockPipelineWithASlowSinkLosesNothingAndStaysBounded() throws {
         // (A sanitized build is 5 to 15 times slower: a fifth of the feed keeps the test within its time.)
         let count = underSanitizer ? 200_000 : 1_000_000

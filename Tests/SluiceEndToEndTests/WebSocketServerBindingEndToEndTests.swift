@@ -27,12 +27,12 @@ struct WebSocketServerBindingEndToEndTests {
             case AF_INET:
                 var v4Address = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
                 inet_ntop(AF_INET, &v4Address, &buffer, 64)
-                let text = String(cString: buffer)
+                let text = Self.text(buffer)
                 if !text.hasPrefix("127.") { v4.append(text) }
             case AF_INET6:
                 var v6Address = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
                 inet_ntop(AF_INET6, &v6Address, &buffer, 64)
-                let text = String(cString: buffer)
+                let text = Self.text(buffer)
                 if text != "::1", !text.lowercased().hasPrefix("fe8") { v6.append(text) }
             default:
                 break
@@ -214,6 +214,11 @@ struct WebSocketServerBindingEndToEndTests {
         }
     }
 
+    /// The text of a NUL-terminated buffer.
+    static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// The distinct addresses getaddrinfo gives for `name`, IPv4 first.
     static func resolve(_ name: String) -> [String]? {
         var hints = addrinfo()
@@ -231,11 +236,11 @@ struct WebSocketServerBindingEndToEndTests {
             if Int32(address.pointee.sa_family) == AF_INET {
                 var raw = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
                 inet_ntop(AF_INET, &raw, &buffer, 64)
-                if !v4.contains(String(cString: buffer)) { v4.append(String(cString: buffer)) }
+                if !v4.contains(Self.text(buffer)) { v4.append(Self.text(buffer)) }
             } else if Int32(address.pointee.sa_family) == AF_INET6 {
                 var raw = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
                 inet_ntop(AF_INET6, &raw, &buffer, 64)
-                if !v6.contains(String(cString: buffer)) { v6.append(String(cString: buffer)) }
+                if !v6.contains(Self.text(buffer)) { v6.append(Self.text(buffer)) }
             }
         }
         return v4 + v6

@@ -16,19 +16,13 @@ public struct Logger: Sendable {
         self.emit = emit
     }
 
-    /// A logger that writes to standard error, a whole line per `write(2)`.
+    /// A logger that writes to standard error through ``OutputWriter/standardError``: a line is queued and written
+    /// on the writer's own thread, so logging never blocks a thread of Swift's cooperative pool, even when nobody
+    /// reads standard error (see ``OutputWriter/writeLater(_:)``).
     public static let standardError = Logger { line in
         var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0, errno == EINTR { continue }
-                if written <= 0 { return }
-                offset += written
-            }
-        }
+        OutputWriter.standardError.writeLater(bytes)
     }
 
     /// Reports something that needs attention but does not stop the pipeline.

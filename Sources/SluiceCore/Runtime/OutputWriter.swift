@@ -37,6 +37,14 @@ public final class OutputWriter: Sendable {
     private let queue: DispatchQueue
     /// Set by the first failure; every later write fails the same way without touching the descriptor.
     private let failure = Mutex<OutputError?>(nil)
+    /// Bytes queued by ``writeLater(_:)`` and not written yet, and lines it dropped since the last note about it.
+    private let later = Mutex<(pendingBytes: Int, dropped: Int)>((0, 0))
+
+    /// The most bytes ``writeLater(_:)`` keeps waiting before it drops lines.
+    static let laterLimitBytes = 1 << 20
+
+    /// Standard error, shared by the logger and metrics written to stderr, so that their lines never interleave.
+    public static let standardError = OutputWriter(fileDescriptor: 2, label: "stderr")
 
     /// Creates a writer for `fileDescriptor`; when `ownsDescriptor` is true, ``close()`` closes it.
     public convenience init(fileDescriptor: Int32, label: String, ownsDescriptor: Bool = false) {
@@ -72,10 +80,51 @@ public final class OutputWriter: Sendable {
         if let result { throw result }
     }
 
-    /// Closes the descriptor if this writer owns it, after every pending write.
-    public func close() {
+    /// Queues `line` (whole lines) and returns at once, so that a caller on Swift's cooperative pool never waits
+    /// for a reader. While more than 1 MiB waits (nobody reads the output), lines are dropped; the number dropped is
+    /// said once writing resumes.
+    public func writeLater(_ line: [UInt8]) {
+        let accepted = later.locked { later -> Bool in
+            guard later.pendingBytes + line.count <= Self.laterLimitBytes else {
+                later.dropped += 1
+                return false
+            }
+            later.pendingBytes += line.count
+            return true
+        }
+        guard accepted else { return }
+        queue.async {
+            _ = self.writeNow(line)
+            let dropped = self.later.locked { later -> Int in
+                later.pendingBytes -= line.count
+                defer { later.dropped = 0 }
+                return later.dropped
+            }
+            if dropped > 0 {
+                _ = self.writeNow(
+                    Array(
+                        "sluice: warning: \(dropped) message lines were dropped: \(self.name) was not being read\n".utf8
+                    ))
+            }
+        }
+    }
+
+    /// Waits until everything queued so far is written.
+    public func drain() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { continuation.resume() }
+        }
+    }
+
+    /// Closes the descriptor if this writer owns it, after every pending write; waits without holding a thread.
+    public func close() async {
         guard ownsDescriptor else { return }
-        queue.sync { _ = Glibc.close(fileDescriptor) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                _ = Glibc.close(self.fileDescriptor)
+                continuation.resume()
+            }
+        }
     }
 
     /// Runs on the queue: loops over partial writes and `EINTR`. A chunk is whole lines; when a file write fails

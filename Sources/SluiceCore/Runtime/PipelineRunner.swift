@@ -19,7 +19,7 @@ public struct RunOutcome: Sendable, Equatable {
 /// its own.
 ///
 /// The run ends when every source has ended and every buffer has drained. ``stop()`` makes sources stop reading;
-/// what they already sent still drains to the sinks.
+/// what they already sent still drains to the sinks. Cancelling the task that runs the pipeline does the same.
 public final class PipelineRunner: Sendable {
     /// The pipeline being run.
     public let definition: PipelineDefinition
@@ -50,6 +50,16 @@ public final class PipelineRunner: Sendable {
 
     /// Runs the pipeline to the end; `reporter` reports periodically during the run and once more at the end.
     public func run(reporter: MetricsReporter?) async -> RunOutcome {
+        // Cancellation reaches every component task too; each source treats it as a stop, and what is buffered
+        // still drains.
+        await withTaskCancellationHandler {
+            await runToEnd(reporter: reporter)
+        } onCancel: {
+            stop()
+        }
+    }
+
+    private func runToEnd(reporter: MetricsReporter?) async -> RunOutcome {
         let metricsByID = Dictionary(uniqueKeysWithValues: metrics.map { ($0.id, $0) })
         let fused = fusedTransforms()
         var buffers: [String: EventBuffer] = [:]

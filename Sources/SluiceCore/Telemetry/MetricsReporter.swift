@@ -36,14 +36,16 @@ public final class MetricsReporter: Sendable {
         }
     }
 
-    /// Builds the next report; rates cover the time since the previous one.
+    /// Builds the next report; rates cover the time since the previous one, and in the final report the whole run
+    /// (the last interval is usually a fraction of one, whose rate says little).
     public func makeReport(final: Bool, now: UInt64 = MonotonicClock.nanos()) -> MetricsReport {
         let snapshots = components.map { $0.snapshot() }
         return previous.locked { previous in
-            let seconds = max(1e-9, Double(now &- previous.nanos) / 1e9)
+            let since = final ? startNanos : previous.nanos
+            let seconds = max(1e-9, Double(now &- since) / 1e9)
             var rates: [String: (received: Double, sent: Double)] = [:]
             for snapshot in snapshots {
-                let before = previous.snapshots[snapshot.id]
+                let before = final ? nil : previous.snapshots[snapshot.id]
                 rates[snapshot.id] = (
                     Double(snapshot.received - (before?.received ?? 0)) / seconds,
                     Double(snapshot.sent - (before?.sent ?? 0)) / seconds

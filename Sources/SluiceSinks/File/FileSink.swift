@@ -6,7 +6,12 @@ struct FileSink: Sink {
 
     func run(_ input: EventBuffer, _ context: SinkContext) async throws {
         let writer = try OutputWriter.open(path: config.path, append: config.mode == .append)
-        defer { writer.close() }
-        try await LineWriting(format: config.format, writer: writer).run(input, context)
+        do {
+            try await LineWriting(format: config.format, writer: writer).run(input, context)
+        } catch {
+            await writer.close()
+            throw error
+        }
+        await writer.close()
     }
 }

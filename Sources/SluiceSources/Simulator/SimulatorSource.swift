@@ -25,7 +25,7 @@ struct SimulatorSource: Source {
         let runStart = MonotonicClock.nanos()
         let wallStart = WallClock.nowMillis()
 
-        while !context.stop.isStopped {
+        while !context.stop.isStopped, !Task.isCancelled {
             if let count = config.count, total >= count { break }
             let now = MonotonicClock.nanos()
             var due = Self.batchLimit
@@ -48,7 +48,12 @@ struct SimulatorSource: Source {
                 if due <= 0 {
                     // Sleep until the next event is due, at most 50 ms so a stop is noticed promptly.
                     let wait = max(0.0005, min(0.05, Double(emittedInPhase + 1) / rate - elapsed))
-                    try? await Task.sleep(for: .nanoseconds(Int64(wait * 1e9)))
+                    do {
+                        try await Task.sleep(for: .nanoseconds(Int64(wait * 1e9)))
+                    } catch {
+                        // Cancelled: a sleep that returns at once must end the loop, not spin it.
+                        break
+                    }
                     continue
                 }
             }

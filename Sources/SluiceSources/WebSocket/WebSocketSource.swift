@@ -25,7 +25,7 @@ struct WebSocketSource: Source {
             ]
         }
         context.stop.onStop { client.stop() }
-        client.start()
+        try client.start()
         var decoder = MessageDecoder(
             decoding: config.decoding, splitArrays: config.splitArrays, sourceID: id, log: log)
         for await event in client.events {

@@ -1,5 +1,6 @@
 import SluiceCore
 import SluiceSources
+import SluiceTesting
 import Testing
 
 struct SimulatorSourceTests {
@@ -30,6 +31,19 @@ struct SimulatorSourceTests {
 
     /// Readings are written as text directly: it must be exactly what the writer writes for their value, and
     /// fields read from it must be found, including near zero where Swift writes an exponent.
+    /// Cancelling the task that runs a pipeline stops its sources and lets it drain. A simulator between readings
+    /// is asleep; a cancelled sleep returns at once, and the simulator must end rather than loop on it.
+    @Test func cancellingTheRunStopsAPacedSimulator() async throws {
+        let definition = try #require(
+            ComponentHarness.load(Self.pipeline("rate: 2, seed: 1", into: "cancelled")).definition)
+        let runner = PipelineRunner(definition: definition, log: Logger { _ in })
+        let run = Task { await runner.run(reporter: nil) }
+        run.cancel()
+        let outcome = await value(of: run, within: 10)
+        #expect(outcome?.failures == [], "the run ended, without a failure")
+        _ = CollectedEvents.take("cancelled")
+    }
+
     @Test func readingsAreCanonicalText() async throws {
         for (center, seed) in [("{lat: 52.52, lon: 13.4}", 1), ("{lat: 0.0, lon: 0.0}", 2)] {
             let options = """

@@ -100,7 +100,10 @@ struct EventBufferTests {
             buffer.finishProducer()
         }
         // Wait (bounded) until the producer is parked on the full buffer.
-        for _ in 0..<100_000 where buffer.snapshot().producersBlocked == 0 { await Task.yield() }
+        for _ in 0..<100_000 {
+            if buffer.snapshot().producersBlocked > 0 { break }
+            await Task.yield()
+        }
         #expect(buffer.snapshot().producersBlocked == 1)
         // The producer cannot finish until room is made, so the next batch is exactly the first four.
         #expect(Self.values(await buffer.next() ?? []) == [0, 1, 2, 3])

@@ -118,5 +118,13 @@ struct PipelineRunnerTests {
         #expect(sink.received == 100_000)
         #expect(sink.sent == collected.count)
         #expect(sink.sent + sink.discarded[.bufferFull] == 100_000)
+        // The counter sends batches of 100 into room for 10: at most the first 10 of each batch fit, and
+        // drop_newest keeps those (the oldest), whatever the timing.
+        #expect(sink.discarded[.bufferFull] >= 90_000)
+        let positions = collected.map { event -> Int64 in
+            guard case .int(let value) = event.value else { return -1 }
+            return value % 100
+        }
+        #expect(positions.allSatisfy { $0 >= 0 && $0 < 10 }, "only the oldest of each batch are kept")
     }
 }

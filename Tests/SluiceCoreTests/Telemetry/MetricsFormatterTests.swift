@@ -114,3 +114,21 @@ struct BottleneckTests {
         #expect(MetricsReport.findBottleneck(none, previous: [:], consumers: consumers) == nil)
     }
 }
+
+struct MetricsReporterTests {
+    /// Periodic reports give rates over their interval; the final one over the whole run, since the last interval
+    /// is usually a sliver (20 events in 0.01 s would read as 2,000 events/s).
+    @Test func theFinalReportGivesRatesOverTheWholeRun() {
+        let metrics = ComponentMetrics(id: "in", kind: .source, typeName: "counter")
+        let start: UInt64 = 1_000_000_000
+        let reporter = MetricsReporter(
+            settings: MetricsSettings(), components: [metrics], consumers: [:],
+            writer: OutputWriter(fileDescriptor: -1, label: "unused"), startNanos: start)
+        metrics.recordReceived(20)
+        let periodic = reporter.makeReport(final: false, now: start + 1_000_000_000)
+        #expect(periodic.rates["in"]?.received == 20)
+        metrics.recordReceived(20)
+        let final = reporter.makeReport(final: true, now: start + 2_000_000_000 + 10_000_000)
+        #expect(abs((final.rates["in"]?.received ?? 0) - 40 / 2.01) < 1e-9)
+    }
+}
