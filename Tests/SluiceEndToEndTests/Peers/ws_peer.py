@@ -319,7 +319,9 @@ async def limits():
 
 def closer():
     announce(0)
-    sock = raw_upgrade(args.url)
+    # A small receive buffer, so that not reading fills the server's queue for us within the pause, however
+    # slowly the server produces (under a sanitizer, say).
+    sock = raw_upgrade(args.url, 4096 if args.small_window else None)
     reader = sock.makefile("rb")
 
     def read_frame():
