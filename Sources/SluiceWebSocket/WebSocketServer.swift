@@ -50,8 +50,9 @@ public struct WebSocketServerStatistics: Sendable, Equatable {
     public var clientsTotal = 0
     /// Messages dropped from slow clients' queues, summed over clients.
     public var slowClientDroppedTotal = 0
-    /// Messages still queued for a client when it closed the connection, which it will never get.
-    public var closedClientDroppedTotal = 0
+    /// Messages still queued for a client when its connection ended (it closed, was cut off, or was lost), which
+    /// it will never get.
+    public var disconnectedClientDroppedTotal = 0
     /// Messages dropped before any client's queue, because the service thread fell behind the producer.
     public var serviceBacklogDroppedTotal = 0
     /// Clients that left with a close handshake they began.
@@ -124,6 +125,17 @@ public final class WebSocketServer: @unchecked Sendable {
         init(maxMessageBytes: Int) { assembler = MessageAssembler(maxMessageBytes: maxMessageBytes) }
 
         var queued: Int { queue.count - head }
+
+        /// Drops the oldest queued messages until at most `limit` remain; returns how many it dropped.
+        func trim(to limit: Int) -> Int {
+            let excess = max(0, queued - limit)
+            head += excess
+            if head > 4096, head * 2 > queue.count {
+                queue.removeFirst(head)
+                head = 0
+            }
+            return excess
+        }
 
         /// Counts a completed frame; true while the client stays within `limit` frames per second.
         func countFrame(limit: Int) -> Bool {
@@ -361,6 +373,8 @@ public final class WebSocketServer: @unchecked Sendable {
             if let session = sessions.removeValue(forKey: key) {
                 shared.locked { state in
                     state.statistics.clients -= 1
+                    // A client cut off (a stalled one at a stop) or lost never gets what was still queued for it.
+                    state.statistics.disconnectedClientDroppedTotal += session.queued
                     if session.peerClosed {
                         state.statistics.disconnectedNormalTotal += 1
                     } else if session.closedByServer {
@@ -378,7 +392,7 @@ public final class WebSocketServer: @unchecked Sendable {
             let dropped = session.queued
             session.queue.removeAll()
             session.head = 0
-            if dropped > 0 { shared.locked { $0.statistics.closedClientDroppedTotal += dropped } }
+            if dropped > 0 { shared.locked { $0.statistics.disconnectedClientDroppedTotal += dropped } }
             lws_callback_on_writable(wsi)
         case LWS_CALLBACK_RECEIVE:
             guard let session = sessions[key], session.closing == nil else { break }
@@ -413,11 +427,15 @@ public final class WebSocketServer: @unchecked Sendable {
                 session.head += 1
                 if !writeMessage(wsi, message) { return -1 }
             }
+            // What the socket could not take now is held up to the client's limit, its oldest dropped beyond it.
+            let dropped = session.trim(to: options.maxClientBufferMessages)
+            if dropped > 0 { shared.locked { $0.statistics.slowClientDroppedTotal += dropped } }
             if session.queued == 0 {
                 session.queue.removeAll(keepingCapacity: true)
                 session.head = 0
-                // Stopping: a client is closed once it has everything queued for it.
-                if shared.locked({ $0.stopRequested }) {
+                // Stopping: a client is closed once it has everything handed to the server: its queue is empty,
+                // and so is the outbox (whose last messages the next wake-up moves into the queues).
+                if shared.locked({ $0.stopRequested && $0.outbox.isEmpty }) {
                     session.closedByServer = true
                     closeWith(wsi, LWS_CLOSE_STATUS_GOINGAWAY, "server stopping")
                     return -1
@@ -480,20 +498,14 @@ public final class WebSocketServer: @unchecked Sendable {
         if reportedLimits.insert(limit).inserted { log(message) }
     }
 
-    /// Adds `messages` to every client's queue; a client over its limit loses its oldest messages.
+    /// Adds `messages` to every client's queue. The limit is applied once a client has been offered them (in its
+    /// writeable callback), so that a client that keeps up never loses part of a batch larger than its limit; until
+    /// then a client holds at most its limit plus this batch, and loses its oldest messages beyond that.
     private func enqueue(_ messages: [[UInt8]], context: OpaquePointer, protocolOf wsi: OpaquePointer?) {
         var dropped = 0
         for session in sessions.values where !session.peerClosed {
             session.queue.append(contentsOf: messages)
-            let excess = session.queued - options.maxClientBufferMessages
-            if excess > 0 {
-                dropped += excess
-                session.head += excess
-            }
-            if session.head > 4096, session.head * 2 > session.queue.count {
-                session.queue.removeFirst(session.head)
-                session.head = 0
-            }
+            dropped += session.trim(to: options.maxClientBufferMessages + messages.count)
         }
         if dropped > 0 { shared.locked { $0.statistics.slowClientDroppedTotal += dropped } }
         lws_callback_on_writable_all_protocol(context, lws_get_protocol(wsi))

@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// A client that closes while events stream gets the server's close reply at once, whatever was queued for it,
-/// and the metrics count it as a normal disconnect (the queued messages it will never get, under `client_closed`).
+/// and the metrics count it as a normal disconnect (the queued messages it will never get, under `disconnected`).
 ///
 /// The peer reads on until the server's close frame, as browsers do. Python websockets' default queue of 32
 /// messages stops reading when it is full, so with a fast stream its close waits behind data already in the TCP
@@ -21,17 +21,32 @@ struct WebSocketServerCloseEndToEndTests {
               fleet: {type: simulator, devices: 50, rate: 20000, seed: 3}
             sinks:
               live: {type: websocket_server, inputs: [fleet], listen: 0, max_client_buffer_events: 100}
-            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            metrics: {interval_secs: 0.1, to: "$METRICS", format: json}
             """)
         defer { pipeline.remove() }
         let (child, port) = try SluiceProcess.serving(pipeline)
-        // One client keeps up, then closes; the next stops reading for two seconds first, so that its queue on the
-        // server is full and its TCP buffers too.
+        // One client keeps up, then closes; the next stops reading, and closes once the server has had to drop
+        // messages for it (its queue is full, and its TCP buffers too).
+        let full = pipeline.directory.appendingPathComponent("queue-full")
         var outcomes: [[String: Any]] = []
-        for arguments in [["--secs", "2"], ["--secs", "1", "--pause", "2", "--small-window"]] {
+        for arguments in [["--secs", "2"], ["--secs", "1", "--small-window", "--close-when", full.path]] {
             let peer = try WebSocketPeer(
                 "closer", ["--url", "ws://127.0.0.1:\(port)/", "--lifetime", "30"] + arguments)
             defer { peer.stop() }
+            if arguments.contains("--close-when") {
+                // Drops for this client alone: more than its whole queue since it connected.
+                func slowDrops() -> Int {
+                    let sink = try? pipeline.reports().last.flatMap { report -> JSONValue? in
+                        guard case .array(let components)? = report["components"] else { return nil }
+                        return components.first { $0["component_id"] == "live" }
+                    }
+                    return sink?.int("client_discarded_events_total", "slow_client") ?? 0
+                }
+                let before = slowDrops()
+                let deadline = Date().addingTimeInterval(30)
+                while Date() < deadline, slowDrops() <= before + 1000 { usleep(50_000) }
+                _ = FileManager.default.createFile(atPath: full.path, contents: nil)
+            }
             #expect(peer.waitForRecords(seconds: 30) { $0.contains { $0["event"] as? String == "closer" } })
             outcomes.append(peer.records().first { $0["event"] as? String == "closer" } ?? [:])
         }
@@ -51,7 +66,51 @@ struct WebSocketServerCloseEndToEndTests {
         #expect(sink.int("clients_disconnected_total", "by_server") == 0)
         #expect(sink.int("clients_total") == 2)
         // The second client's full queue was dropped when it closed, and counted.
-        #expect(sink.int("client_discarded_events_total", "client_closed") ?? 0 >= 1)
+        #expect(sink.int("client_discarded_events_total", "disconnected") ?? 0 >= 1)
         #expect(sink.int("client_discarded_events_total", "slow_client") ?? 0 >= 1)
+    }
+
+    /// Batches of 1,024 events into a 100-message client queue: a client that keeps up gets every one (the limit
+    /// applies to what the client has not taken, after its socket was offered them, not to an arriving batch).
+    @Test func aClientThatKeepsUpLosesNothingWhateverTheBatchSize() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              in: {type: stdin}
+            sinks:
+              live: {type: websocket_server, inputs: [in], listen: 0, max_client_buffer_events: 100}
+            metrics: {interval_secs: 0.1, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        #expect(child.waitForErrorText("listening on ws://127.0.0.1:"))
+        let tail = try #require(child.errorText.components(separatedBy: "listening on ws://127.0.0.1:").last)
+        let port = try #require(Int(tail.prefix { $0.isNumber }))
+        // A raw client that reads every frame until the server closes at the end of the input.
+        let client = try WebSocketPeer(
+            "closer", ["--url", "ws://127.0.0.1:\(port)/", "--secs", "60", "--lifetime", "60"])
+        defer { client.stop() }
+        // Once the server counts the client, 5,000 readings arrive in one write: batches of up to 1,024.
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let clients = try? pipeline.reports().last.flatMap { report -> Int? in
+                guard case .array(let components)? = report["components"] else { return nil }
+                return components.first { $0["component_id"] == "live" }?.int("clients")
+            }
+            if clients == 1 { break }
+            usleep(20_000)
+        }
+        let lines = (0..<5000).map { #"{"seq":\#($0)}"# }.joined(separator: "\n") + "\n"
+        child.feed { $0 == 0 ? Data(lines.utf8) : nil }
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        #expect(client.waitForRecords { $0.contains { $0["event"] as? String == "closer" } })
+        let outcome = try #require(client.records().first { $0["event"] as? String == "closer" })
+        #expect(outcome["received"] as? Int == 5000, "\(outcome)")
+        #expect(outcome["code"] as? Int == 1001, "the server closed at the end of its input")
+        let sink = try #require(try pipeline.finalComponent("live"))
+        #expect(sink.int("client_discarded_events_total", "slow_client") == 0)
+        #expect(sink.int("client_discarded_events_total", "disconnected") == 0)
     }
 }

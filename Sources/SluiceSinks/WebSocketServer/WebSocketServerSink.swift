@@ -18,7 +18,7 @@ struct WebSocketServerSink: Sink {
             var details = WebSocketListenerConfig.clientMetrics(statistics, listening)
             details["client_discarded_events_total"] = [
                 "slow_client": .int(Int64(statistics.slowClientDroppedTotal)),
-                "client_closed": .int(Int64(statistics.closedClientDroppedTotal)),
+                "disconnected": .int(Int64(statistics.disconnectedClientDroppedTotal)),
                 "service_backlog": .int(Int64(statistics.serviceBacklogDroppedTotal)),
             ]
             return details

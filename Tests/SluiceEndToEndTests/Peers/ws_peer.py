@@ -7,6 +7,10 @@ messages, close codes) as JSON lines in --record, and ends by itself after --lif
 Modes:
   feed    after each connection's first message (the subscribe), send --messages messages of about --size bytes,
           numbered from where the previous connection stopped, then (with --close-after) close the connection.
+  trades  after each connection's first message, send --messages messages, each a JSON array of 1 to 4 trades
+          ({"symbol", "price", "size", "time"}) of two symbols, 100 ms of trade time apart from 2026-11-30T12:00:00Z,
+          prices a seeded random walk; then record the one-minute candles (first, max, min, last price, summed
+          size, count per symbol and minute) computed here, independently, and wait.
   reject  refuse every handshake with HTTP 401.
   silent  a raw socket server that completes the handshake and then never answers anything (not even pings).
   blast   a raw socket server that sends --messages pre-encoded text frames of about --size bytes in one go (the
@@ -27,21 +31,22 @@ Modes:
   limits  probe a server at --url that allows --clients clients: fill it, try one more (records the HTTP status),
           flood with --messages messages from one client (records its close code), and hold a raw connection
           that never sends its upgrade request (records how long until the server hangs up); then "done".
-  closer  a raw client of --url: read every message for --secs seconds, then stop reading for --pause seconds (so
-          the server's queue for us and the TCP buffers fill), then send a close frame (1000) and read on,
+  closer  a raw client of --url: read every message for --secs seconds, then stop reading for --pause seconds, or
+          until the file --close-when exists (so the server's queue for us and the TCP buffers fill), then send a
+          close frame (1000) and read on,
           discarding data, until the server's close frame arrives, as browsers do; records how long that took and
           the code the server answered with. (Python websockets' default queue of 32 messages stops reading when
           it is full, so there a close frame behind more data is never seen.)
   churn   against a server at --url: --clients clients that each connect, read a message and leave, 10 at a time,
           while --slow clients connect (raw, 4 KiB receive buffer) and never read; records "done" with counts.
 """
-import argparse, asyncio, base64, hashlib, http, json, signal, socket, sys, threading, time
+import argparse, asyncio, base64, hashlib, http, json, math, signal, socket, sys, threading, time
 
 # A parent may start us with signals blocked (a Dispatch thread's mask is inherited): let SIGTERM end us at once.
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 parser = argparse.ArgumentParser()
-parser.add_argument("mode", choices=["feed", "reject", "silent", "blast", "frames", "hostile", "client", "limits", "churn",
+parser.add_argument("mode", choices=["feed", "trades", "reject", "silent", "blast", "frames", "hostile", "client", "limits", "churn",
                                     "closer"])
 parser.add_argument("--clients", type=int, default=3)
 parser.add_argument("--slow", type=int, default=0)
@@ -62,6 +67,7 @@ parser.add_argument("--keyfile", default=None)
 parser.add_argument("--close-after", action="store_true")
 parser.add_argument("--secs", type=float, default=2)
 parser.add_argument("--pause", type=float, default=0)
+parser.add_argument("--close-when", default=None, help="closer: pause until this file exists, then close")
 args = parser.parse_args()
 
 record_lock = threading.Lock()
@@ -197,11 +203,47 @@ async def main():
 
     sent = {"next": args.start}
 
+    async def trades(ws):
+        import random
+        rng = random.Random(args.start or 1)
+        prices = {"BTC-USD": 91000.0, "ETH-USD": 3100.0}
+        start = 1796040000000  # 2026-11-30T12:00:00Z
+        candles = {}
+        clock = 0
+        for _ in range(args.messages):
+            batch = []
+            for _ in range(rng.randint(1, 4)):
+                symbol = rng.choice(sorted(prices))
+                prices[symbol] = round(prices[symbol] * (1 + rng.uniform(-0.001, 0.001)), 2)
+                size = round(rng.uniform(0.001, 2), 3)
+                millis = start + clock * 100
+                clock += 1
+                moment = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis // 1000)) + ".%03dZ" % (millis % 1000)
+                batch.append({"symbol": symbol, "price": prices[symbol], "size": size, "time": moment})
+                key = (millis // 60000, symbol)
+                candle = candles.setdefault(key, {"open": prices[symbol], "high": prices[symbol], "low": prices[symbol],
+                                                  "volume": [], "trades": 0})
+                candle["high"] = max(candle["high"], prices[symbol])
+                candle["low"] = min(candle["low"], prices[symbol])
+                candle["close"] = prices[symbol]
+                candle["volume"].append(size)
+                candle["trades"] += 1
+            await ws.send(json.dumps(batch))
+        rows = []
+        for (minute, symbol), candle in sorted(candles.items()):
+            candle["volume"] = math.fsum(candle["volume"])
+            rows.append({"symbol": symbol, "minute": minute * 60000, **candle})
+        record({"event": "candles", "rows": rows})
+
     async def handler(ws, path):
         record({"event": "connected", "path": path, "headers": dict(ws.request_headers)})
         try:
             first = await ws.recv()
             record({"event": "message", "data": first})
+            if args.mode == "trades":
+                await trades(ws)
+                await asyncio.sleep(args.lifetime)
+                return
             for _ in range(args.messages):
                 n = sent["next"]
                 sent["next"] += 1
@@ -338,9 +380,18 @@ def closer():
     received = 0
     end = time.monotonic() + args.secs
     while time.monotonic() < end:
-        opcode, _ = read_frame()
+        opcode, body = read_frame()
+        if opcode == 8:
+            # The server closed first (the end of its input): that is the outcome.
+            record({"event": "closer", "received": received, "close_secs": 0, "server_closed": True,
+                    "code": int.from_bytes(body[:2], "big") if len(body) >= 2 else 1005})
+            return
         received += opcode == 1
     time.sleep(args.pause)
+    if args.close_when:
+        import os
+        while not os.path.exists(args.close_when):
+            time.sleep(0.02)
     closing = time.monotonic()
     mask = b"\x01\x02\x03\x04"
     payload = (1000).to_bytes(2, "big") + b"bye"
