@@ -92,12 +92,12 @@ struct PassTransform: Transform {
     let dropEvery: Int
     var seen = 0
 
-    mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
+    mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         guard dropEvery > 0 else { return }
         events.retainEvents { _ in
             seen += 1
             guard seen % dropEvery == 0 else { return true }
-            discards[.filtered] += 1
+            pass.discards[.filtered] += 1
             return false
         }
     }

@@ -6,5 +6,10 @@ public enum TransformCatalog {
     public static let all: [ComponentType] = [
         .transform(FilterTransformConfig.self),
         .transform(MapTransformConfig.self),
+        .transform(AggregateTransformConfig.self),
+        .transform(DedupeTransformConfig.self),
+        .transform(ThrottleTransformConfig.self),
+        .transform(SampleTransformConfig.self),
+        .transform(RouteTransformConfig.self),
     ]
 }

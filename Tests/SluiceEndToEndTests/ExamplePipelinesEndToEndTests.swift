@@ -89,6 +89,145 @@ struct ExamplePipelinesEndToEndTests {
         #expect(child.errorText.contains("bottleneck: console"))
     }
 
+    @Test func deviceMinuteAveragesFoldEveryReadingIntoItsMinute() throws {
+        // Two simulated minutes, to keep the test short.
+        let (status, output, _) = try SluiceProcess.run(
+            ["run", "Pipelines/device-minute-averages.yaml"], environment: ["READINGS": "120000"])
+        #expect(status == 0)
+        let rows = try output.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+        #expect(rows.count == 20, "two minutes of ten devices")
+        #expect(rows.reduce(0) { $0 + Int($1.int("readings") ?? 0) } == 120_000)
+        for row in rows {
+            guard case .object(let object) = row else { continue }
+            #expect(
+                object.fields.map(\.key) == [
+                    "device", "window_start", "window_end", "readings", "avg_temp", "max_temp", "p95_temp",
+                    "low_battery",
+                ])
+            let p95 = row["p95_temp"]?.doubleValue ?? 0
+            #expect(p95 <= (row["max_temp"]?.doubleValue ?? 0) && p95 >= (row["avg_temp"]?.doubleValue ?? 0))
+        }
+        #expect(
+            rows.map { $0["window_end"] } == rows.map { $0["window_end"] }.sorted { "\($0 ?? nil)" < "\($1 ?? nil)" })
+    }
+
+    /// Candles from a trade feed match the ones the feed computed itself from the trades it sent.
+    @Test func tickerCandlesMatchTheFeedsOwnCandles() throws {
+        let peer = try WebSocketPeer("trades", ["--messages", "1500", "--start", "3"])
+        defer { peer.stop() }
+        #expect(peer.waitForRecords(seconds: 1) { _ in true })
+        let metrics = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "candles-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: metrics) }
+        let child = SluiceProcess(
+            [
+                "run", "Pipelines/ticker-candles.yaml", "--metrics-interval", "0.1", "--metrics-format", "json",
+                "--metrics-to", metrics.path,
+            ],
+            environment: ["FEED_URL": "ws://127.0.0.1:\(peer.port)/trades"])
+        try child.start()
+        child.feed { _ in nil }
+        #expect(peer.waitForRecords(seconds: 30) { $0.contains { $0["event"] as? String == "candles" } })
+        let expected = try #require(
+            peer.records().first { $0["event"] as? String == "candles" }?["rows"] as? [[String: Any]])
+        // Stop once the aggregate has every trade: the last minute's candles then close at the stop (partial), the
+        // others closed on the watermark.
+        let trades = expected.reduce(0) { $0 + ($1["trades"] as? Int ?? 0) }
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let reports = (try? String(contentsOf: metrics, encoding: .utf8))?.split(separator: "\n") ?? []
+            let last = reports.last.flatMap { try? JSONReader.parse(String($0)) }
+            if case .array(let components)? = last?["components"],
+                components.first(where: { $0["component_id"] == "candles" })?.int("received_events_total") == trades
+            {
+                break
+            }
+            usleep(50_000)
+        }
+        var output = ""
+        kill(child.process.processIdentifier, SIGTERM)
+        output += String(decoding: child.readAllOutput(), as: UTF8.self)
+        #expect(child.waitForExit() == 0)
+        let rows = try output.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+        #expect(rows.count == expected.count)
+        let byKey = Dictionary(
+            rows.map { ("\($0["symbol"]?.stringValue ?? "") \($0["window_start"]?.stringValue ?? "")", $0) },
+            uniquingKeysWith: { first, _ in first })
+        for candle in expected {
+            let start = RFC3339.format(epochMillis: Int64(candle["minute"] as? Int ?? 0))
+            let row = try #require(byKey["\(candle["symbol"] as? String ?? "") \(start)"], "\(candle)")
+            for field in ["open", "high", "low", "close"] {
+                #expect(row[field]?.doubleValue == candle[field] as? Double, "\(field) of \(candle)")
+            }
+            #expect(abs((row["volume"]?.doubleValue ?? 0) - (candle["volume"] as? Double ?? 0)) < 1e-9)
+            #expect(row.int("trades") == candle["trades"] as? Int)
+        }
+    }
+
+    @Test func errorRateCountsProblemLinesPerLevel() throws {
+        var lines = ""
+        for index in 0..<600 {
+            lines +=
+                ["ERROR disk \(index)", "WARN slow \(index)", "INFO ok", "FATAL boom", "error again"][index % 5] + "\n"
+        }
+        let (status, output, _) = try SluiceProcess.run(["run", "Pipelines/error-rate.yaml"], stdin: lines)
+        #expect(status == 0)
+        let rows = try output.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+        var counts: [String: Int] = [:]
+        for row in rows { counts[row["level"]?.stringValue ?? "", default: 0] += Int(row.int("lines") ?? 0) }
+        #expect(counts == ["error": 240, "warn": 120, "fatal": 120])
+        #expect(rows.allSatisfy { $0["partial"] == nil }, "the end of input is not a stop")
+    }
+
+    @Test func routeBySeverityThrottlesErrorsAndArchivesEverything() throws {
+        let archive = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "archive-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: archive) }
+        var input = ""
+        for index in 0..<100 {
+            // 40 distinct errors of api, each twice, and 20 infos: all arrive within a second.
+            if index < 80 {
+                input += #"{"level":"error","service":"api","msg":"failure \#(index / 2)"}"# + "\n"
+            } else {
+                input += #"{"level":"info","service":"api","msg":"ok \#(index)"}"# + "\n"
+            }
+        }
+        let (status, output, _) = try SluiceProcess.run(
+            ["run", "Pipelines/route-by-severity.yaml", "--metrics-interval", "0"], stdin: input,
+            environment: ["ARCHIVE": archive.path])
+        #expect(status == 0)
+        let console = try output.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+        // Dedupe keeps the first of each pair; throttle lets at most 5 a second per service through.
+        #expect(console.count <= 10 && console.count >= 5, "\(console.count)")
+        #expect(console.first?["msg"] == "failure 0")
+        let archived = try String(contentsOf: archive, encoding: .utf8).split(separator: "\n")
+        #expect(archived.count == 100)
+    }
+
+    @Test func liveLatestServesEachDevicesNewestPosition() throws {
+        let pipeline = try String(
+            contentsOfFile: "\(SluiceProcess.repository.path)/Pipelines/live-latest.yaml", encoding: .utf8)
+        #expect(pipeline.contains("when_full: latest_per_key"))
+        let child = SluiceProcess(
+            ["run", "Pipelines/live-latest.yaml", "--metrics-interval", "0.2"], environment: ["LISTEN": "127.0.0.1:0"])
+        try child.start()
+        child.feed { _ in nil }
+        #expect(child.waitForErrorText("listening on ws://127.0.0.1:"))
+        let tail = try #require(child.errorText.components(separatedBy: "listening on ws://127.0.0.1:").last)
+        let port = try #require(Int(tail.prefix { $0.isNumber }))
+        let client = try WebSocketPeer("client", ["--url", "ws://127.0.0.1:\(port)/latest", "--lifetime", "20"])
+        defer { client.stop() }
+        // The client is connected once the server says so in its metrics.
+        #expect(child.waitForErrorText("map clients: 1", seconds: 15))
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        // The server's stop closes the client, which then records what it got.
+        #expect(client.waitForRecords(seconds: 15) { $0.contains { $0["event"] as? String == "summary" } })
+        let summary = try #require(client.records().first { $0["event"] as? String == "summary" })
+        #expect((summary["seqs"] as? [Any])?.count ?? 0 > 100, "the client received positions")
+    }
+
     /// Rate accuracy is measured on the binary, whose scheduler no test process can starve.
     @Test func theSimulatorHoldsItsRateWithinFivePercent() throws {
         let pipeline = try TemporaryPipeline(

@@ -1,7 +1,8 @@
 /// What a component's input buffer does when it holds `max_events` events and more arrive.
 ///
 /// The YAML words name what is dropped: `drop_newest` discards the arriving events, `drop_oldest` discards the
-/// oldest buffered events to make room, `block` makes the producer wait, and `unbounded` never fills.
+/// oldest buffered events to make room, `block` makes the producer wait, `unbounded` never fills, and
+/// `latest_per_key` keeps only the newest event of each key.
 public enum BufferPolicy: Sendable, Equatable, CustomStringConvertible {
     /// Producers wait until there is room; nothing is lost.
     case block(maxEvents: Int)
@@ -11,6 +12,9 @@ public enum BufferPolicy: Sendable, Equatable, CustomStringConvertible {
     case dropOldest(maxEvents: Int)
     /// The buffer grows without limit.
     case unbounded
+    /// One event per value of `key`: a newer event replaces the buffered one of its key in place (`superseded`),
+    /// and with `maxEvents` keys buffered the oldest is dropped for a new key (`buffer_full`).
+    case latestPerKey(maxEvents: Int, key: Expression)
 
     /// The default for every input edge: 1,000 events, and producers wait.
     public static let `default` = BufferPolicy.block(maxEvents: 1000)
@@ -25,19 +29,34 @@ public enum BufferPolicy: Sendable, Equatable, CustomStringConvertible {
         case .dropNewest: "drop_newest"
         case .dropOldest: "drop_oldest"
         case .unbounded: "unbounded"
+        case .latestPerKey: "latest_per_key"
         }
     }
 
     /// The capacity in events, or `nil` when unbounded.
     public var maxEvents: Int? {
         switch self {
-        case .block(let max), .dropNewest(let max), .dropOldest(let max): max
+        case .block(let max), .dropNewest(let max), .dropOldest(let max), .latestPerKey(let max, _): max
         case .unbounded: nil
         }
     }
 
     public var description: String {
-        maxEvents.map { "\(whenFull) \($0)" } ?? whenFull
+        switch self {
+        case .latestPerKey(let max, let key): "latest_per_key \(max) by \(key.source)"
+        default: maxEvents.map { "\(whenFull) \($0)" } ?? whenFull
+        }
+    }
+
+    public static func == (left: BufferPolicy, right: BufferPolicy) -> Bool {
+        switch (left, right) {
+        case (.block(let a), .block(let b)), (.dropNewest(let a), .dropNewest(let b)),
+            (.dropOldest(let a), .dropOldest(let b)):
+            a == b
+        case (.unbounded, .unbounded): true
+        case (.latestPerKey(let a, let keyA), .latestPerKey(let b, let keyB)): a == b && keyA.source == keyB.source
+        default: false
+        }
     }
 }
 
@@ -46,12 +65,5 @@ enum WhenFull: String, ConfigChoice {
     case block
     case drop_newest
     case drop_oldest
-
-    func policy(maxEvents: Int) -> BufferPolicy {
-        switch self {
-        case .block: .block(maxEvents: maxEvents)
-        case .drop_newest: .dropNewest(maxEvents: maxEvents)
-        case .drop_oldest: .dropOldest(maxEvents: maxEvents)
-        }
-    }
+    case latest_per_key
 }

@@ -1,3 +1,4 @@
+internal import Dispatch
 internal import SluiceSync
 internal import Synchronization
 
@@ -6,8 +7,9 @@ internal import Synchronization
 ///
 /// `block` makes ``send(_:)`` suspend until the consumer makes room, which is how backpressure reaches a source:
 /// a waiting stdin source stops reading, and the pipe pushes back on its writer. The drop policies never suspend
-/// and count every discarded event under `buffer_full` on the owning component. Events cross in batches, and the
-/// consumer takes everything buffered (up to a batch limit) in one call, so the lock is taken once per batch.
+/// and count every discarded event under `buffer_full` on the owning component (`latest_per_key` also counts the
+/// events it replaces, under `superseded`). Events cross in batches, and the consumer takes everything buffered (up
+/// to a batch limit) in one call, so the lock is taken once per batch.
 ///
 /// AsyncStream's buffering policies were not used for the drop policies because they count elements: with batches
 /// as elements they cannot bound the number of events, and with events as elements every event pays a hop
@@ -22,16 +24,33 @@ public final class EventBuffer: Sendable {
 
     private struct State {
         var queue = BatchQueue()
+        /// The storage of a `latest_per_key` buffer, which uses it instead of `queue`.
+        var keyed: KeyedQueue?
         /// Producers that have not finished yet; the consumer sees the end when this is 0 and the queue is empty.
         var openProducers: Int
         /// The consumer, parked because the queue was empty.
         var consumer: CheckedContinuation<Void, Never>?
+        /// Counts the consumer's waits, so that a timer set for one wait cannot end a later one.
+        var wait = 0
+        /// Set by the timer of the current wait when its deadline passed before any event came.
+        var timedOut = false
         /// Producers parked because a `block` buffer was full.
         var producers: [CheckedContinuation<Void, Never>] = []
         /// The consumer has gone away (its sink failed): arriving events are discarded.
         var closed = false
         var highWater = 0
         var blockedNanos: UInt64 = 0
+
+        var count: Int { keyed?.count ?? queue.count }
+        var isEmpty: Bool { count == 0 }
+
+        mutating func take(upTo limit: Int) -> [Event] {
+            keyed == nil ? queue.take(upTo: limit) : keyed!.take(upTo: limit)
+        }
+
+        mutating func removeAll() -> Int {
+            keyed == nil ? queue.removeAll() : keyed!.removeAll()
+        }
     }
 
     /// Creates a buffer fed by `producers` upstream components, owned by the component `owner` measures.
@@ -41,17 +60,23 @@ public final class EventBuffer: Sendable {
         self.policy = policy
         self.maxBatch = maxBatch
         self.owner = owner
-        self.state = Mutex(State(openProducers: producers))
+        var initial = State(openProducers: producers)
+        if case .latestPerKey = policy { initial.keyed = KeyedQueue() }
+        self.state = Mutex(initial)
         owner.attach(self)
     }
 
     // MARK: - Producer side
 
     /// Adds a batch; with `block`, suspends until all of it fits. Counts the batch as received by the owner and
-    /// anything the policy discards under `buffer_full`.
+    /// anything the policy discards under its cause.
     public func send(_ batch: [Event]) async {
         guard !batch.isEmpty else { return }
         owner.recordReceived(batch.count)
+        if case .latestPerKey(let max, let key) = policy {
+            sendLatest(batch, max: max, key: key)
+            return
+        }
         var remaining = batch[...]
         while true {
             let outcome = state.locked { state in enqueue(&remaining, into: &state) }
@@ -110,13 +135,52 @@ public final class EventBuffer: Sendable {
             state.queue.append(remaining.prefix(room))
             remaining = remaining.dropFirst(room)
             outcome.mustWait = !remaining.isEmpty
+        case .latestPerKey:
+            preconditionFailure("Invalid state: latest_per_key buffers enqueue through sendLatest.")
         }
         state.highWater = Swift.max(state.highWater, state.queue.count)
-        if !state.queue.isEmpty, let consumer = state.consumer {
-            state.consumer = nil
-            outcome.consumer = consumer
-        }
+        outcome.consumer = wakeConsumer(&state)
         return outcome
+    }
+
+    /// A `latest_per_key` buffer never waits: each event replaces its key's buffered event or takes a place, the
+    /// oldest key making room when `max` are buffered. Keys are evaluated before the lock is taken; an event whose
+    /// key cannot be evaluated is discarded under `error`.
+    private func sendLatest(_ batch: [Event], max: Int, key: Expression) {
+        var discards = DiscardCounts()
+        var keyed: [(Event, JSONValue)] = []
+        keyed.reserveCapacity(batch.count)
+        for event in batch {
+            do {
+                keyed.append((event, try key.evaluate(event)))
+            } catch {
+                discards[.error] += 1
+            }
+        }
+        let consumer = state.locked { state -> CheckedContinuation<Void, Never>? in
+            if state.closed {
+                discards[.error] += keyed.count
+                return nil
+            }
+            for (event, value) in keyed {
+                switch state.keyed!.insert(event, key: value, max: max) {
+                case .added: break
+                case .superseded: discards[.superseded] += 1
+                case .droppedOldest: discards[.bufferFull] += 1
+                }
+            }
+            state.highWater = Swift.max(state.highWater, state.count)
+            return wakeConsumer(&state)
+        }
+        consumer?.resume()
+        owner.recordDiscarded(discards)
+    }
+
+    /// The parked consumer, taken out of `state` when there is something for it.
+    private func wakeConsumer(_ state: inout State) -> CheckedContinuation<Void, Never>? {
+        guard !state.isEmpty, let consumer = state.consumer else { return nil }
+        state.consumer = nil
+        return consumer
     }
 
     /// Parks the calling producer until the consumer makes room or goes away, and adds the wait to blocked time.
@@ -137,36 +201,84 @@ public final class EventBuffer: Sendable {
 
     // MARK: - Consumer side
 
+    /// What the consumer's wait for input ended with.
+    public enum Read: Sendable {
+        /// A batch of up to ``maxBatch`` events.
+        case events([Event])
+        /// The deadline passed before any event came.
+        case timedOut
+        /// Every producer has finished and everything was taken.
+        case finished
+    }
+
     /// The next batch of up to ``maxBatch`` events, suspending while the buffer is empty; `nil` once every
     /// producer has finished and everything was taken.
     public func next() async -> [Event]? {
+        if case .events(let batch) = await next(deadlineMillis: nil) { return batch }
+        return nil
+    }
+
+    /// The next batch, or ``Read/timedOut`` once the wall clock reaches `deadlineMillis` (milliseconds since the
+    /// Unix epoch) with nothing buffered. A deadline costs one timer per wait that actually parks, never one per
+    /// event: while events keep coming, the consumer does not park at all.
+    public func next(deadlineMillis: Int64?) async -> Read {
         while true {
+            if let deadlineMillis, deadlineMillis <= WallClock.nowMillis() { return .timedOut }
             let (batch, producers, finished) = state.locked {
                 state -> ([Event], [CheckedContinuation<Void, Never>], Bool) in
-                guard !state.queue.isEmpty else { return ([], [], state.openProducers == 0) }
-                let batch = state.queue.take(upTo: maxBatch)
+                guard !state.isEmpty else { return ([], [], state.openProducers == 0) }
+                let batch = state.take(upTo: maxBatch)
                 // There is room now: every parked producer retries (each re-checks, so waking all is safe).
                 let producers = state.producers
                 state.producers.removeAll()
                 return (batch, producers, false)
             }
             for producer in producers { producer.resume() }
-            if !batch.isEmpty { return batch }
-            if finished { return nil }
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let parked = state.locked { state -> Bool in
-                    guard state.queue.isEmpty, state.openProducers > 0 else { return false }
-                    precondition(state.consumer == nil, "Invalid state: a buffer has one consumer.")
-                    state.consumer = continuation
-                    return true
-                }
-                if !parked { continuation.resume() }
+            if !batch.isEmpty { return .events(batch) }
+            if finished { return .finished }
+            let timedOut = await park(until: deadlineMillis)
+            if timedOut { return .timedOut }
+        }
+    }
+
+    /// Parks the consumer until events arrive, the producers finish, or `deadlineMillis` passes; true in the last
+    /// case.
+    private func park(until deadlineMillis: Int64?) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let wait = state.locked { state -> Int? in
+                guard state.isEmpty, state.openProducers > 0 else { return nil }
+                precondition(state.consumer == nil, "Invalid state: a buffer has one consumer.")
+                state.consumer = continuation
+                state.wait += 1
+                state.timedOut = false
+                return state.wait
             }
+            guard let wait else {
+                continuation.resume()
+                return
+            }
+            if let deadlineMillis {
+                let delay = max(0, deadlineMillis - WallClock.nowMillis())
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delay))) { [self] in
+                    let consumer = state.locked { state -> CheckedContinuation<Void, Never>? in
+                        // Only this wait's timer may end it; a stale one finds another wait, or none.
+                        guard state.wait == wait, let consumer = state.consumer else { return nil }
+                        state.consumer = nil
+                        state.timedOut = true
+                        return consumer
+                    }
+                    consumer?.resume()
+                }
+            }
+        }
+        return state.locked { state in
+            defer { state.timedOut = false }
+            return state.timedOut
         }
     }
 
     /// True when nothing is buffered: a sink flushes its output then, so a slow live feed is never held back.
-    public var isEmpty: Bool { state.locked { $0.queue.isEmpty } }
+    public var isEmpty: Bool { state.locked { $0.isEmpty } }
 
     /// Called by a consumer that can take no more (its sink failed): discards what is buffered and everything
     /// that arrives later under cause `error`, and releases any waiting producer.
@@ -175,7 +287,7 @@ public final class EventBuffer: Sendable {
             state.closed = true
             let producers = state.producers
             state.producers.removeAll()
-            return (state.queue.removeAll(), producers)
+            return (state.removeAll(), producers)
         }
         for producer in producers { producer.resume() }
         if discarded > 0 { owner.recordDiscarded(discarded, cause: .error) }
@@ -187,7 +299,7 @@ public final class EventBuffer: Sendable {
     public func snapshot() -> BufferSnapshot {
         state.locked { state in
             BufferSnapshot(
-                whenFull: policy.whenFull, maxEvents: policy.maxEvents, events: state.queue.count,
+                whenFull: policy.whenFull, maxEvents: policy.maxEvents, events: state.count,
                 highWaterEvents: state.highWater, blockedSecsTotal: Double(state.blockedNanos) / 1e9,
                 producersBlocked: state.producers.count)
         }

@@ -9,7 +9,8 @@ public struct ConfigNode {
     package let node: YAMLNode
     /// The name the node has in messages, for example `'max_events'`.
     public let name: String
-    let log: DiagnosticLog
+    /// Where diagnostics go; readers record their own checks here.
+    public let log: DiagnosticLog
     let environment: [String: String]
 
     init(_ node: YAMLNode, name: String, log: DiagnosticLog, environment: [String: String]) {
@@ -115,6 +116,12 @@ public struct ConfigNode {
             return nil
         }
         return items.map { ConfigNode($0, name: "an item of \(name)", log: log, environment: environment) }
+    }
+
+    /// True when the node is a mapping (for options that accept a list or a mapping).
+    public var isMapping: Bool {
+        if case .mapping = node.content { return true }
+        return false
     }
 
     /// The node as a mapping of keys to nodes.

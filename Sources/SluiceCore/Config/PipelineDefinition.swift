@@ -5,9 +5,35 @@ public struct PipelineDefinition: Sendable {
     /// Metrics settings from the file; the command line may override them.
     public var metrics: MetricsSettings
 
-    /// The ids of the components that read from `id`, in definition order.
-    public func consumers(of id: String) -> [String] {
-        components.filter { $0.inputs.contains(id) }.map(\.id)
+    /// The ids of the components that read output `output` of `id` (its only output when `nil`), in definition
+    /// order.
+    public func consumers(of id: String, output: String? = nil) -> [String] {
+        let reference = output.map { "\(id).\($0)" } ?? id
+        return components.filter { $0.inputs.contains(reference) }.map(\.id)
+    }
+
+    /// The ids of the components that read any output of `id`, in definition order.
+    public func allConsumers(of id: String) -> [String] {
+        components.filter { $0.inputs.contains { InputReference($0).id == id } }.map(\.id)
+    }
+}
+
+/// An entry of `inputs`: a component id, or `<id>.<output>` for a named output of a transform (a `route`).
+public struct InputReference: Sendable, Hashable {
+    /// The component read from.
+    public let id: String
+    /// Its named output, if one is read.
+    public let output: String?
+
+    /// Splits at the first dot; component ids cannot contain one.
+    public init(_ text: String) {
+        if let dot = text.firstIndex(of: ".") {
+            id = String(text[..<dot])
+            output = String(text[text.index(after: dot)...])
+        } else {
+            id = text
+            output = nil
+        }
     }
 }
 

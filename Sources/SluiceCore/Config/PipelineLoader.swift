@@ -117,6 +117,8 @@ private final class Reader {
         let kind: ComponentKind
         let inputs: [String]
         let mark: FilePosition
+        /// Its named outputs, when its options were valid.
+        var outputs: [String]?
     }
 
     /// Reads one component: its place in the graph when its inputs could be read, and its definition when
@@ -131,7 +133,7 @@ private final class Reader {
             inputs = readInputs(options, id: id, kind: kind)
             buffer = readBuffer(options.value("buffer"))
         }
-        let graphNode = GraphNode(id: id, kind: kind, inputs: inputs, mark: keyMark)
+        var graphNode = GraphNode(id: id, kind: kind, inputs: inputs, mark: keyMark)
         let typeNames = catalog.typeNames(of: kind)
         guard let typeNode = options.required("type", note: "expected one of: " + typeNames.joined(separator: ", ")),
             let typeName = typeNode.string()
@@ -151,6 +153,7 @@ private final class Reader {
             return (graphNode, nil)
         }
         options.finish()
+        graphNode.outputs = blueprint.outputs
         let definition = ComponentDefinition(
             id: id, kind: kind, typeName: typeName, inputs: inputs,
             buffer: buffer ?? (kind == .source ? nil : .default),
@@ -194,8 +197,24 @@ private final class Reader {
         guard let buffer = node.mapping() else { return nil }
         let maxEvents = buffer.value("max_events")?.int(in: 1...BufferPolicy.maxEventsLimit) ?? 1000
         let whenFull = buffer.value("when_full")?.choice(WhenFull.self) ?? .block
+        let keyNode = buffer.value("key")
         buffer.finish()
-        return whenFull.policy(maxEvents: maxEvents)
+        if let keyNode, whenFull != .latest_per_key {
+            log.error("'key' is only for 'when_full: latest_per_key'", at: keyNode.mark)
+        }
+        switch whenFull {
+        case .block: return .block(maxEvents: maxEvents)
+        case .drop_newest: return .dropNewest(maxEvents: maxEvents)
+        case .drop_oldest: return .dropOldest(maxEvents: maxEvents)
+        case .latest_per_key:
+            guard let keyNode else {
+                log.error(
+                    "a latest_per_key buffer needs a 'key'", at: buffer.mark,
+                    notes: ["for example 'buffer: {max_events: 1000, when_full: latest_per_key, key: .device}'"])
+                return nil
+            }
+            return keyNode.expression().map { .latestPerKey(maxEvents: maxEvents, key: $0) }
+        }
     }
 
     // MARK: - Metrics
@@ -230,10 +249,12 @@ private final class Reader {
         _ components: [GraphNode], ids: [String: (kind: ComponentKind, line: Int)], root: FilePosition
     ) {
         let producers = ids.filter { $0.value.kind != .sink }.keys.sorted()
+        let outputs = Dictionary(components.map { ($0.id, $0.outputs) }, uniquingKeysWith: { first, _ in first })
         for component in components {
             for input in component.inputs {
                 let mark = inputMarks[Key(id: component.id, input: input)] ?? component.mark
-                guard let target = ids[input] else {
+                let reference = InputReference(input)
+                guard let target = ids[reference.id] else {
                     log.error(
                         "unknown input '\(input)' for \(component.kind.rawValue) '\(component.id)'", at: mark,
                         notes: [
@@ -248,8 +269,27 @@ private final class Reader {
                         "'\(input)' is a sink and cannot be an input", at: mark,
                         notes: ["inputs name sources or transforms: " + producers.joined(separator: ", ")])
                 }
-                if input == component.id {
+                if reference.id == component.id {
                     log.error("\(component.kind.rawValue) '\(component.id)' lists itself as an input", at: mark)
+                }
+                // Named outputs, once the target's options were read (else its own errors say what is wrong).
+                guard target.kind != .sink, let named = outputs[reference.id] ?? nil else { continue }
+                let shown = named.map { "\(reference.id).\($0)" }
+                switch reference.output {
+                case nil where !named.isEmpty:
+                    log.error(
+                        "'\(reference.id)' has named outputs; read one of them", at: mark,
+                        notes: ["expected one of: " + shown.joined(separator: ", ")])
+                case let output? where named.isEmpty:
+                    log.error(
+                        "'\(reference.id)' has no output named '\(output)'", at: mark,
+                        notes: ["only a route has named outputs; read '\(reference.id)'"])
+                case let output? where !named.contains(output):
+                    log.error(
+                        "unknown output '\(output)' of '\(reference.id)'", at: mark,
+                        notes: [Suggestion.expectedOneOf(shown, given: input)])
+                default:
+                    break
                 }
             }
         }
@@ -264,11 +304,22 @@ private final class Reader {
                 "the pipeline has no sinks", at: root,
                 notes: ["add a 'sinks' section, for example 'sinks: {out: {type: stdout, inputs: [in]}}'"])
         }
-        let consumed = Set(components.flatMap(\.inputs))
-        for component in components where component.kind != .sink && !consumed.contains(component.id) {
-            log.error(
-                "\(component.kind.rawValue) '\(component.id)' is not an input of any transform or sink",
-                at: component.mark, notes: ["its events would go nowhere; name it in some component's 'inputs'"])
+        let read = Set(components.flatMap(\.inputs))
+        let readIDs = Set(read.map { InputReference($0).id })
+        for component in components where component.kind != .sink {
+            guard readIDs.contains(component.id) else {
+                log.error(
+                    "\(component.kind.rawValue) '\(component.id)' is not an input of any transform or sink",
+                    at: component.mark, notes: ["its events would go nowhere; name it in some component's 'inputs'"])
+                continue
+            }
+            // Every named output but `_unmatched` (whose events are counted as unmatched when nobody reads them).
+            for output in component.outputs ?? []
+            where output != "_unmatched" && !read.contains("\(component.id).\(output)") {
+                log.error(
+                    "output '\(component.id).\(output)' is not an input of any transform or sink", at: component.mark,
+                    notes: ["its events would go nowhere; name it in some component's 'inputs'"])
+            }
         }
     }
 
@@ -292,7 +343,7 @@ private final class Reader {
                 return
             }
             state[id] = false
-            for input in transforms[id]?.inputs ?? [] where transforms[input] != nil {
+            for input in (transforms[id]?.inputs ?? []).map({ InputReference($0).id }) where transforms[input] != nil {
                 visit(input, path: path + [id])
             }
             state[id] = true

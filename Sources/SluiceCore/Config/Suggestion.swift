@@ -1,5 +1,5 @@
 /// Finds the closest known word to a misspelled one, for "did you mean" notes.
-enum Suggestion {
+public enum Suggestion {
     /// The candidate nearest to `word` by edit distance, when it is close enough to be a plausible typo.
     static func closest(to word: String, among candidates: [String]) -> String? {
         let limit = max(1, min(3, word.count / 3))
@@ -12,7 +12,7 @@ enum Suggestion {
     }
 
     /// "expected one of: a, b, c; did you mean 'b'?"; the suggestion is left out when nothing is close.
-    static func expectedOneOf(_ candidates: [String], given word: String?) -> String {
+    public static func expectedOneOf(_ candidates: [String], given word: String?) -> String {
         var note = "expected one of: " + candidates.joined(separator: ", ")
         if let word, let match = closest(to: word, among: candidates) { note += "; did you mean '\(match)'?" }
         return note

@@ -84,6 +84,21 @@ extension JSONValue {
         if case .string(let string) = self { return string }
         return nil
     }
+
+    /// The integer, when this value is one.
+    public var intValue: Int64? {
+        if case .int(let integer) = self { return integer }
+        return nil
+    }
+
+    /// The number as a double, when this value is an integer or a double.
+    public var doubleValue: Double? {
+        switch self {
+        case .int(let integer): Double(integer)
+        case .double(let double): double
+        default: nil
+        }
+    }
 }
 
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,

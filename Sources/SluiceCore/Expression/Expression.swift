@@ -46,6 +46,12 @@ public struct Expression: Sendable {
 
     /// True when the value is a literal known at load.
     public var isConstant: Bool { root.isLiteral }
+
+    /// The steps when the expression is nothing but a field path (`.device`, `.meta.region`); `nil` otherwise.
+    public var pathSteps: [PathStep]? {
+        if case .path(let steps) = root { return steps }
+        return nil
+    }
 }
 
 // MARK: - Constant folding

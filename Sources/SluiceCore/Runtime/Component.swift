@@ -30,8 +30,15 @@ public protocol SourceConfig: ComponentConfig {
 
 /// The configuration of a transform type.
 public protocol TransformConfig: ComponentConfig {
+    /// The names of the transform's outputs, which consumers read as `<id>.<name>`; empty (the default) for a
+    /// transform with one output, read as `<id>`.
+    var outputs: [String] { get }
     /// Creates the running transform; each pipeline run gets its own.
     func makeTransform(_ context: TransformContext) -> any Transform
+}
+
+extension TransformConfig {
+    public var outputs: [String] { [] }
 }
 
 /// The configuration of a sink type that needs nothing but its options to run.
@@ -46,10 +53,13 @@ public struct TransformContext: Sendable {
     public let id: String
     /// Where its warnings go (evaluation errors, rate-limited).
     public let log: Logger
+    /// For a transform with named outputs: those some component reads (an output nobody reads may discard).
+    public let readOutputs: Set<String>
 
-    public init(id: String, log: Logger) {
+    public init(id: String, log: Logger, readOutputs: Set<String> = []) {
         self.id = id
         self.log = log
+        self.readOutputs = readOutputs
     }
 }
 
@@ -61,9 +71,32 @@ public protocol Source: Sendable {
 }
 
 /// A running transform: a synchronous function of one batch, so that a stage never pays a hop per event.
+///
+/// A stateful transform also acts when no event arrives: it names a ``deadline`` (a window's end on the wall clock,
+/// an idle timeout), and the runner calls ``advance(_:_:)`` once it has passed, from the task that runs the
+/// transform, without a task or timer per event. When the input ends, ``finish(_:_:stopping:)`` lets it emit what
+/// it holds before the pipeline drains.
 public protocol Transform: Sendable {
-    /// Rewrites `events` in place; every event removed must be counted in `discards` with its cause.
-    mutating func process(_ events: inout [Event], discards: inout DiscardCounts)
+    /// Rewrites `events` in place; every event removed is counted in `pass` (discarded by cause, or folded), and
+    /// every event added is counted as created.
+    mutating func process(_ events: inout [Event], _ pass: inout TransformPass)
+    /// The wall-clock time, in milliseconds since the Unix epoch, at which ``advance(_:_:)`` should run if no event
+    /// comes first; `nil` when nothing is due.
+    var deadline: Int64? { get }
+    /// Runs once ``deadline`` has passed: appends to the empty `events` whatever the passage of time releases.
+    mutating func advance(_ events: inout [Event], _ pass: inout TransformPass)
+    /// Runs once, when the input has ended: appends to the empty `events` everything held. `stopping` is true when
+    /// the pipeline was asked to stop, so what is emitted may be incomplete.
+    mutating func finish(_ events: inout [Event], _ pass: inout TransformPass, stopping: Bool)
+    /// What the transform holds, for metrics; `nil` for a stateless one.
+    var state: TransformState? { get }
+}
+
+extension Transform {
+    public var deadline: Int64? { nil }
+    public mutating func advance(_ events: inout [Event], _ pass: inout TransformPass) {}
+    public mutating func finish(_ events: inout [Event], _ pass: inout TransformPass, stopping: Bool) {}
+    public var state: TransformState? { nil }
 }
 
 /// A running sink: it takes batches from its input buffer and writes them out.

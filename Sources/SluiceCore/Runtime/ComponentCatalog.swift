@@ -21,7 +21,8 @@ public struct ComponentType: Sendable {
         summary = Config.summary
         configure = { (options) throws(InvalidConfig) in
             let read = try Config(reading: options)
-            return ComponentBlueprint(config: read, maker: maker(read))
+            return ComponentBlueprint(
+                config: read, outputs: (read as? any TransformConfig)?.outputs ?? [], maker: maker(read))
         }
     }
 
@@ -83,6 +84,8 @@ public struct ComponentCatalog: Sendable {
 public struct ComponentBlueprint: Sendable {
     /// The options as read.
     public let config: any ComponentConfig
+    /// A transform's named outputs; empty when it has one output.
+    public let outputs: [String]
     let maker: Maker
 
     /// How the running component is made; one case per kind, so a blueprint cannot make the wrong kind.

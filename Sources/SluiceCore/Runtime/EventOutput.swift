@@ -3,9 +3,11 @@
 /// With a `block` consumer, ``send(_:)`` waits for room, which is how backpressure travels upstream.
 public final class EventOutput: Sendable {
     private let targets: [EventBuffer]
-    private let metrics: ComponentMetrics
+    private let metrics: ComponentMetrics?
 
-    public init(targets: [EventBuffer], metrics: ComponentMetrics) {
+    /// An edge into `targets` that counts what it sends on `metrics` (`nil` for one of several named outputs,
+    /// whose transform counts each event once, however many outputs it went to).
+    public init(targets: [EventBuffer], metrics: ComponentMetrics?) {
         self.targets = targets
         self.metrics = metrics
     }
@@ -13,7 +15,7 @@ public final class EventOutput: Sendable {
     /// Sends `batch` to every consumer and counts it once as sent.
     public func send(_ batch: [Event]) async {
         guard !batch.isEmpty else { return }
-        metrics.recordSent(batch.count)
+        metrics?.recordSent(batch.count)
         for target in targets { await target.send(batch) }
     }
 

@@ -16,7 +16,9 @@ public struct RunOutcome: Sendable, Equatable {
 /// nothing else runs in that transform's task, on the same batch, with no buffer or hop between them (as sync
 /// transforms do in Vector and processors in Benthos). Its metrics are kept as usual; its `buffer` is null and
 /// `runs_in` names the task's first transform. A `buffer` other than the default keeps a transform in a task of
-/// its own.
+/// its own, and nothing fuses after a transform with named outputs (`route`). Stateful transforms fuse too: the
+/// task waits for its input until the earliest deadline of its transforms, and at the end of input finishes each
+/// in order, what one emits flowing through those after it.
 ///
 /// The run ends when every source has ended and every buffer has drained. ``stop()`` makes sources stop reading;
 /// what they already sent still drains to the sinks. Cancelling the task that runs the pipeline does the same.
@@ -43,9 +45,9 @@ public final class PipelineRunner: Sendable {
     /// Asks every source to stop; buffered events still drain.
     public func stop() { stopSignal.stop() }
 
-    /// The ids that read from each component.
+    /// The ids that read from each component, through any of its outputs.
     public var consumers: [String: [String]] {
-        Dictionary(uniqueKeysWithValues: definition.components.map { ($0.id, definition.consumers(of: $0.id)) })
+        Dictionary(uniqueKeysWithValues: definition.components.map { ($0.id, definition.allConsumers(of: $0.id)) })
     }
 
     /// Runs the pipeline to the end; `reporter` reports periodically during the run and once more at the end.
@@ -74,6 +76,18 @@ public final class PipelineRunner: Sendable {
             func output(of id: String) -> EventOutput {
                 EventOutput(targets: definition.consumers(of: id).map { buffers[$0]! }, metrics: metricsByID[id]!)
             }
+            /// The outputs of the transform `definition`: one edge, or one per named output (which count nothing:
+            /// the transform says how many distinct events it routed).
+            func outputs(of definition: ComponentDefinition) -> ChainOutput {
+                let ports = definition.blueprint.outputs
+                guard !ports.isEmpty else { return .single(output(of: definition.id)) }
+                return .named(
+                    ports.map { port in
+                        EventOutput(
+                            targets: self.definition.consumers(of: definition.id, output: port).map { buffers[$0]! },
+                            metrics: nil)
+                    })
+            }
             for component in definition.components where fused[component.id] == nil {
                 let metrics = metricsByID[component.id]!
                 switch component.blueprint.maker {
@@ -86,16 +100,22 @@ public final class PipelineRunner: Sendable {
                     // This transform and those fused after it, in order.
                     var stages: [TransformStage] = []
                     var member: ComponentDefinition? = component
+                    var last = component
                     while let current = member, case .transform(let makeTransform) = current.blueprint.maker {
-                        let transform = makeTransform(TransformContext(id: current.id, log: log))
+                        let read = Set(
+                            current.blueprint.outputs.filter {
+                                !definition.consumers(of: current.id, output: $0).isEmpty
+                            })
+                        let transform = makeTransform(TransformContext(id: current.id, log: log, readOutputs: read))
                         stages.append(TransformStage(transform: transform, metrics: metricsByID[current.id]!))
                         if current.id != component.id {
                             metricsByID[current.id]!.provideDetails { ["runs_in": .string(component.id)] }
                         }
+                        last = current
                         member = definition.components.first { fused[$0.id] == current.id }
                     }
                     let input = buffers[component.id]!
-                    let chainOutput = output(of: stages.last!.metrics.id)
+                    let chainOutput = outputs(of: last)
                     group.addTask { await self.runTransforms(stages, input, chainOutput) }
                 case .sink(let makeSink):
                     let input = buffers[component.id]!
@@ -126,7 +146,7 @@ public final class PipelineRunner: Sendable {
         for component in definition.components where component.kind == .transform {
             guard component.buffer == nil || component.buffer == .default, component.inputs.count == 1,
                 let input = component.inputs.first, kinds[input] == .transform,
-                definition.consumers(of: input) == [component.id]
+                definition.allConsumers(of: input) == [component.id]
             else { continue }
             fused[component.id] = input
         }
@@ -146,20 +166,83 @@ public final class PipelineRunner: Sendable {
         let metrics: ComponentMetrics
     }
 
-    private func runTransforms(_ stages: [TransformStage], _ input: EventBuffer, _ output: EventOutput) async {
-        var stages = stages
-        while var batch = await input.next() {
-            for index in stages.indices {
-                // The first stage's input buffer counts what it receives, and `output` what the last one sends.
-                if index > 0 { stages[index].metrics.recordReceived(batch.count) }
-                var discards = DiscardCounts()
-                stages[index].transform.process(&batch, discards: &discards)
-                stages[index].metrics.recordDiscarded(discards)
-                if index < stages.count - 1 { stages[index].metrics.recordSent(batch.count) }
+    /// Where the last transform of a chain sends: one edge, or one per named output.
+    private enum ChainOutput: Sendable {
+        case single(EventOutput)
+        case named([EventOutput])
+
+        func finish() {
+            switch self {
+            case .single(let output): output.finish()
+            case .named(let outputs): for output in outputs { output.finish() }
             }
-            await output.send(batch)
         }
-        output.finish()
+    }
+
+    /// What a stage does first in a pass: process a batch, release what time has closed, or finish.
+    private enum Step {
+        case process
+        case advance
+        case finish(stopping: Bool)
+    }
+
+    private func runTransforms(_ stages: [TransformStage], _ input: EventBuffer, _ output: ChainOutput) async {
+        var stages = stages
+        while true {
+            let deadline = stages.lazy.compactMap(\.transform.deadline).min()
+            switch await input.next(deadlineMillis: deadline) {
+            case .events(var batch):
+                await flow(&batch, through: &stages, from: 0, .process, output)
+            case .timedOut:
+                let now = WallClock.nowMillis()
+                for index in stages.indices where stages[index].transform.deadline.map({ $0 <= now }) ?? false {
+                    var released: [Event] = []
+                    await flow(&released, through: &stages, from: index, .advance, output)
+                }
+            case .finished:
+                // Each stage emits what it holds, in order, so that what one emits still passes those after it.
+                let stopping = stopSignal.isStopped
+                for index in stages.indices {
+                    var held: [Event] = []
+                    await flow(&held, through: &stages, from: index, .finish(stopping: stopping), output)
+                }
+                output.finish()
+                return
+            }
+        }
+    }
+
+    /// Runs `step` on stage `start`, then processes what it leaves through the stages after it, and sends the
+    /// result on. The first stage's input buffer counts what it receives, the output what the last one sends.
+    private func flow(
+        _ batch: inout [Event], through stages: inout [TransformStage], from start: Int, _ step: Step,
+        _ output: ChainOutput
+    ) async {
+        let now = WallClock.nowMillis()
+        var routed: TransformPass?
+        for index in start..<stages.count {
+            if index > start { stages[index].metrics.recordReceived(batch.count) }
+            var pass = TransformPass(nowMillis: now)
+            switch index == start ? step : .process {
+            case .process: stages[index].transform.process(&batch, &pass)
+            case .advance: stages[index].transform.advance(&batch, &pass)
+            case .finish(let stopping): stages[index].transform.finish(&batch, &pass, stopping: stopping)
+            }
+            stages[index].metrics.record(pass, state: stages[index].transform.state)
+            if index < stages.count - 1 {
+                stages[index].metrics.recordSent(batch.count)
+            } else {
+                routed = pass
+            }
+        }
+        switch output {
+        case .single(let edge):
+            await edge.send(batch)
+        case .named(let edges):
+            guard let routed else { return }
+            stages[stages.count - 1].metrics.recordSent(routed.routedEvents)
+            for (edge, events) in zip(edges, routed.routed) { await edge.send(events) }
+        }
     }
 
     private func runSink(_ sink: any Sink, _ input: EventBuffer, _ context: SinkContext) async {

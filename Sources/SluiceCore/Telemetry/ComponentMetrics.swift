@@ -1,8 +1,11 @@
 internal import SluiceSync
 internal import Synchronization
 
-/// The counters of one component: events received, sent and discarded by cause, its input buffer, and for sinks
-/// the end-to-end latency. Components update it once per batch.
+/// The counters of one component: events received, sent and discarded by cause, folded into state and created, its
+/// input buffer and state, and for sinks the end-to-end latency. Components update it once per batch.
+///
+/// For every component `received + created = sent + discarded + folded`, exactly at the end of a run, and up to
+/// what is buffered while it runs.
 public final class ComponentMetrics: Sendable {
     /// The component's id.
     public let id: String
@@ -18,6 +21,9 @@ public final class ComponentMetrics: Sendable {
         var received = 0
         var sent = 0
         var discarded = DiscardCounts()
+        var folded = 0
+        var created = 0
+        var state: TransformState?
         var latency = LatencyHistogram()
         /// Latencies since the last report, for the live view.
         var recentLatency = LatencyHistogram()
@@ -60,6 +66,18 @@ public final class ComponentMetrics: Sendable {
         counters.locked { $0.discarded.add(counts) }
     }
 
+    /// Adds what one pass of a transform counted besides its sends: discards, folded and created events, and the
+    /// state it holds now.
+    public func record(_ pass: TransformPass, state: TransformState?) {
+        guard pass.discards.total > 0 || pass.folded > 0 || pass.created > 0 || state != nil else { return }
+        counters.locked { counters in
+            counters.discarded.add(pass.discards)
+            counters.folded += pass.folded
+            counters.created += pass.created
+            if let state { counters.state = state }
+        }
+    }
+
     /// Counts events written now, given their ingest times: sent, each with its latency since ingest.
     public func recordWritten(ingestTimes: [UInt64], at now: UInt64) {
         recordWritten(ingestTimes.count, now: now) { ingestTimes.forEach($0) }
@@ -92,8 +110,9 @@ public final class ComponentMetrics: Sendable {
             counters.recentLatency = LatencyHistogram()
             return ComponentSnapshot(
                 id: id, kind: kind, typeName: typeName, received: counters.received, sent: counters.sent,
-                discarded: counters.discarded, buffer: buffer, recentLatency: recent,
-                totalLatency: counters.latency, details: details)
+                discarded: counters.discarded, folded: counters.folded, created: counters.created,
+                state: counters.state, buffer: buffer, recentLatency: recent, totalLatency: counters.latency,
+                details: details)
         }
     }
 }
@@ -109,6 +128,12 @@ public struct ComponentSnapshot: Sendable, Equatable {
     public var sent: Int
     /// Events discarded so far, by cause.
     public var discarded: DiscardCounts
+    /// Input events absorbed into state so far (by aggregates).
+    public var folded = 0
+    /// Events the component made itself so far (aggregates emitted).
+    public var created = 0
+    /// What a stateful transform holds now.
+    public var state: TransformState?
     /// The input buffer, or `nil` for sources.
     public var buffer: BufferSnapshot?
     /// Latencies since the previous snapshot (sinks only).

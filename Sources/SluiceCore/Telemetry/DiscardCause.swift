@@ -10,6 +10,18 @@ public enum DiscardCause: String, Sendable, CaseIterable {
     case filtered
     /// Processing failed (an expression error, or a sink that could no longer write).
     case error
+    /// An event for a window that had already closed (event time beyond the allowed lateness).
+    case late
+    /// An event whose key `dedupe` had seen recently.
+    case duplicate
+    /// An event over a `throttle` budget.
+    case throttled
+    /// An event `sample` did not keep.
+    case sampled
+    /// An event no `route` matched, when nothing reads the route's `_unmatched` output.
+    case unmatched
+    /// A buffered event replaced by a newer one with the same key (`latest_per_key` buffers).
+    case superseded
 }
 
 /// Discard counts by cause, accumulated per batch and then added to a component's metrics in one step.
@@ -20,8 +32,8 @@ public struct DiscardCounts: Sendable, Equatable {
 
     /// The count for `cause`.
     public subscript(cause: DiscardCause) -> Int {
-        get { counts[DiscardCause.allCases.firstIndex(of: cause)!] }
-        set { counts[DiscardCause.allCases.firstIndex(of: cause)!] = newValue }
+        get { counts[Self.index(cause)] }
+        set { counts[Self.index(cause)] = newValue }
     }
 
     /// All discards together.
@@ -30,5 +42,23 @@ public struct DiscardCounts: Sendable, Equatable {
     /// Adds every count of `other`.
     public mutating func add(_ other: DiscardCounts) {
         for index in counts.indices { counts[index] += other.counts[index] }
+    }
+
+    /// A cause's place in `counts`: its declaration order, without searching `allCases` on every count.
+    @inline(__always)
+    private static func index(_ cause: DiscardCause) -> Int {
+        switch cause {
+        case .bufferFull: 0
+        case .parseError: 1
+        case .oversize: 2
+        case .filtered: 3
+        case .error: 4
+        case .late: 5
+        case .duplicate: 6
+        case .throttled: 7
+        case .sampled: 8
+        case .unmatched: 9
+        case .superseded: 10
+        }
     }
 }

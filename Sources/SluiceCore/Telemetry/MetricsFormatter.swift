@@ -34,6 +34,8 @@ public enum MetricsFormatter {
         var discarded = JSONObject()
         for cause in DiscardCause.allCases { discarded[cause.rawValue] = .int(Int64(component.discarded[cause])) }
         object["discarded_events_total"] = .object(discarded)
+        object["folded_events_total"] = .int(Int64(component.folded))
+        object["created_events_total"] = .int(Int64(component.created))
         let rate = report.rates[component.id]
         object["received_events_per_sec"] = .double(rounded(rate?.received ?? 0, 1))
         object["sent_events_per_sec"] = .double(rounded(rate?.sent ?? 0, 1))
@@ -47,6 +49,9 @@ public enum MetricsFormatter {
             object["buffer"] = .object(fields)
         } else {
             object["buffer"] = .null
+        }
+        if let state = component.state {
+            object["state"] = [state.name: .int(Int64(state.size)), "evicted_total": .int(Int64(state.evictedTotal))]
         }
         if component.kind == .sink {
             let latency = report.latency(of: component)
@@ -87,6 +92,14 @@ public enum MetricsFormatter {
             all.flatMap { component in
                 DiscardCause.allCases.map { (component, "cause=\"\($0.rawValue)\"", Double(component.discarded[$0])) }
             })
+        metric("component_folded_events_total", "counter", all.map { ($0, "", Double($0.folded)) })
+        metric("component_created_events_total", "counter", all.map { ($0, "", Double($0.created)) })
+        metric(
+            "component_state_size", "gauge",
+            all.map { c in c.state.map { (c, "state=\"\($0.name)\"", Double($0.size)) } })
+        metric(
+            "component_state_evicted_total", "counter",
+            all.map { c in c.state.map { (c, "state=\"\($0.name)\"", Double($0.evictedTotal)) } })
         metric("buffer_events", "gauge", all.map { c in c.buffer.map { (c, "", Double($0.events)) } })
         metric("buffer_max_events", "gauge", all.map { c in c.buffer?.maxEvents.map { (c, "", Double($0)) } })
         metric(
@@ -109,10 +122,14 @@ public enum MetricsFormatter {
     // MARK: - Text
 
     private static func text(_ report: MetricsReport) -> String {
-        let header = [
+        // Folded and created events get columns once some component has them: a stateless pipeline's table stays
+        // as narrow as it was.
+        let stateful = report.components.contains { $0.folded > 0 || $0.created > 0 || $0.state != nil }
+        var header = [
             "component", "kind", "type", "received", "sent", "in/s", "out/s", "discarded", "buffer", "blocked",
             "p50/p99 ms",
         ]
+        if stateful { header.insert(contentsOf: ["folded", "created"], at: 7) }
         var rows = [header]
         for component in report.components {
             let rate = report.rates[component.id]
@@ -132,12 +149,14 @@ public enum MetricsFormatter {
                     latency = "\(format3(p50))/\(format3(p99))"
                 }
             }
-            rows.append([
+            var row = [
                 component.id, component.kind.rawValue, component.typeName, String(component.received),
                 String(component.sent), String(Int((rate?.received ?? 0).rounded())),
                 String(Int((rate?.sent ?? 0).rounded())), discards.isEmpty ? "-" : discards, buffer, blocked,
                 latency,
-            ])
+            ]
+            if stateful { row.insert(contentsOf: [String(component.folded), String(component.created)], at: 7) }
+            rows.append(row)
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         var lines = [
@@ -149,10 +168,13 @@ public enum MetricsFormatter {
                 row.enumerated().map { column, cell in
                     let pad = String(repeating: " ", count: widths[column] - cell.count)
                     // Numbers align right, words left.
-                    return (3...6).contains(column) ? pad + cell : cell + pad
+                    return (3...(stateful ? 8 : 6)).contains(column) ? pad + cell : cell + pad
                 }.joined(separator: "  ").trimmingTrailingSpaces())
         }
         for component in report.components {
+            if let state = component.state {
+                lines.append("\(component.id) state: \(state.name)=\(state.size) evicted_total=\(state.evictedTotal)")
+            }
             for field in component.details.fields {
                 lines.append("\(component.id) \(field.key): \(detailsText(field.value))")
             }

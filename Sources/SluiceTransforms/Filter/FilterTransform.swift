@@ -5,21 +5,21 @@ struct FilterTransform: Transform {
     let condition: Expression
     var errors: EvaluationErrorLog
 
-    mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
+    mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         events.retainEvents { event in
             do throws(EvaluationError) {
                 switch try condition.evaluate(event) {
                 case .bool(true):
                     return true
                 case .bool(false), .null:
-                    discards[.filtered] += 1
+                    pass.discards[.filtered] += 1
                     return false
                 case let other:
                     throw EvaluationError(
                         "the condition must be true, false or null, found \(JSONWriter.string(other).prefix(40))")
                 }
             } catch {
-                discards[.error] += 1
+                pass.discards[.error] += 1
                 errors.report(error, in: condition.source)
                 return false
             }

@@ -6,11 +6,11 @@ struct MapTransform: Transform {
     let config: MapTransformConfig
     var errors: EvaluationErrorLog
 
-    mutating func process(_ events: inout [Event], discards: inout DiscardCounts) {
+    mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         let config = config
         events.retainEvents { event in
             guard config.onlySets ? setFields(of: &event, config.set) : apply(&event) else {
-                discards[.error] += 1
+                pass.discards[.error] += 1
                 return false
             }
             return true

@@ -25,6 +25,14 @@ struct ComponentConfigValidityTests {
         (.source, "websocket_server", "{listen: 9000}", "{listen: 'localhost:port'}"),
         (.transform, "filter", "{condition: '.a > 1'}", "{condition: '.a >'}"),
         (.transform, "map", "{set: {b: '.a + 1'}}", "{set: {b: '.a +'}}"),
+        (
+            .transform, "aggregate", "{window: {type: tumbling, size_secs: 60}, aggregations: {n: count()}}",
+            "{window: {type: hopping, size_secs: 60, hop_secs: 7}, aggregations: {n: count()}}"
+        ),
+        (.transform, "dedupe", "{fields: [.id]}", "{fields: [.id], cache: {ttl_secs: 0}}"),
+        (.transform, "throttle", "{max_events: 5}", "{max_events: 5, window_secs: -1}"),
+        (.transform, "sample", "{rate: 10}", "{rate: 0}"),
+        (.transform, "route", "{routes: {a: '.x > 1'}}", "{routes: {_a: '.x > 1'}}"),
         (.sink, "stdout", "{encoding: text}", "{encoding: text, template: '{.a'}"),
         (.sink, "file", "{path: out.jsonl}", "{path: ''}"),
         (.sink, "blackhole", "{}", "{}"),

@@ -12,7 +12,7 @@ struct ServiceThreadTests {
     }
 
     @Test func aThreadThatCanBeCreatedRuns() async throws {
-        try await confirmation { ran in
+        await confirmation { ran in
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 do {
                     try ServiceThread.start(stackBytes: 1 << 20) {

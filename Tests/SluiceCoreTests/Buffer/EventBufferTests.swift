@@ -135,3 +135,85 @@ struct BufferPolicyTests {
         #expect(BufferPolicy.default == .block(maxEvents: 1000))
     }
 }
+
+/// The consumer's wait with a deadline, which stateful transforms use to act when no event arrives.
+struct EventBufferDeadlineTests {
+    func makeBuffer() -> EventBuffer {
+        EventBuffer(
+            policy: .default, producers: 1, owner: ComponentMetrics(id: "t", kind: .transform, typeName: "test"))
+    }
+
+    @Test func aWaitEndsAtItsDeadlineWhenNothingArrives() async {
+        let buffer = makeBuffer()
+        let start = WallClock.nowMillis()
+        guard case .timedOut = await buffer.next(deadlineMillis: start + 50) else {
+            Issue.record("expected a timeout")
+            return
+        }
+        let waited = WallClock.nowMillis() - start
+        // Not before the deadline; the upper bound only says the wait ended (a test process whose two cooperative
+        // threads are busy with other tests resumes it late).
+        #expect(waited >= 49 && waited < 30_000, "waited \(waited) ms")
+        // A deadline already past returns at once.
+        guard case .timedOut = await buffer.next(deadlineMillis: start) else {
+            Issue.record("expected a timeout")
+            return
+        }
+    }
+
+    @Test func eventsThatArriveFirstEndTheWaitAndAStaleTimerEndsNoLaterWait() async {
+        let buffer = makeBuffer()
+        let producer = Task {
+            await buffer.send([Event(.int(1))])
+        }
+        // The deadline is far away: the events end the wait.
+        guard case .events(let batch) = await buffer.next(deadlineMillis: WallClock.nowMillis() + 60_000) else {
+            Issue.record("expected the events")
+            return
+        }
+        #expect(batch.count == 1)
+        await producer.value
+        // A short wait's timer fires while a later wait (without a deadline) is parked: it must not end that one.
+        _ = await buffer.next(deadlineMillis: WallClock.nowMillis() + 20)
+        let later = Task { await buffer.next(deadlineMillis: nil) }
+        try? await Task.sleep(for: .milliseconds(100))
+        await buffer.send([Event(.int(2))])
+        buffer.finishProducer()
+        guard case .events(let second) = await later.value else {
+            Issue.record("the later wait ended without its events")
+            return
+        }
+        #expect(second.count == 1)
+        guard case .finished = await buffer.next(deadlineMillis: WallClock.nowMillis() + 10) else {
+            Issue.record("expected the end")
+            return
+        }
+    }
+}
+
+/// A `latest_per_key` buffer keeps each key's newest event in the place its key first took.
+struct LatestPerKeyBufferTests {
+    @Test func newerEventsReplaceOlderOnesOfTheirKeyInPlace() async throws {
+        let metrics = ComponentMetrics(id: "live", kind: .sink, typeName: "test")
+        let key = try Expression(".device")
+        let buffer = EventBuffer(
+            policy: .latestPerKey(maxEvents: 3, key: key), producers: 1, owner: metrics)
+        func reading(_ device: String, _ seq: Int) -> Event {
+            Event(["device": .string(device), "seq": .int(Int64(seq))])
+        }
+        await buffer.send([reading("a", 1), reading("b", 1), reading("a", 2)])
+        await buffer.send([reading("c", 1), reading("b", 2), reading("a", 3)])
+        // A fourth key: the oldest (a) is dropped to make room.
+        await buffer.send([reading("d", 1)])
+        buffer.finishProducer()
+        var taken: [JSONValue] = []
+        while let batch = await buffer.next() { taken += batch.map(\.value) }
+        #expect(taken == [["device": "b", "seq": 2], ["device": "c", "seq": 1], ["device": "d", "seq": 1]])
+        let snapshot = metrics.snapshot()
+        #expect(snapshot.received == 7)
+        #expect(snapshot.discarded[.superseded] == 3)
+        #expect(snapshot.discarded[.bufferFull] == 1)
+        #expect(snapshot.received == taken.count + snapshot.discarded.total)
+        #expect(snapshot.buffer?.whenFull == "latest_per_key")
+    }
+}

@@ -42,6 +42,25 @@ struct PipelineLoaderTests {
             """
         ),
         (
+            "a latest_per_key buffer without its key",
+            "sources:\n  in: {type: counter}\nsinks:\n  out: {type: collect, inputs: [in], buffer: {when_full: latest_per_key}}\n",
+            """
+            p.yaml:4:46: error: a latest_per_key buffer needs a 'key'
+              out: {type: collect, inputs: [in], buffer: {when_full: latest_per_key}}
+                                                         ^
+            note: for example 'buffer: {max_events: 1000, when_full: latest_per_key, key: .device}'
+            """
+        ),
+        (
+            "a key for another policy",
+            "sources:\n  in: {type: counter}\nsinks:\n  out: {type: collect, inputs: [in], buffer: {key: .x}}\n",
+            """
+            p.yaml:4:52: error: 'key' is only for 'when_full: latest_per_key'
+              out: {type: collect, inputs: [in], buffer: {key: .x}}
+                                                               ^
+            """
+        ),
+        (
             "wrong type",
             "sources:\n  in: {type: counter, count: lots}\nsinks:\n  out: {type: collect, inputs: [in]}\n",
             """
@@ -67,7 +86,7 @@ struct PipelineLoaderTests {
             p.yaml:7:25: error: unknown value 'drop_olds' for 'when_full'
                 buffer: {when_full: drop_olds}
                                     ^
-            note: expected one of: block, drop_newest, drop_oldest; did you mean 'drop_oldest'?
+            note: expected one of: block, drop_newest, drop_oldest, latest_per_key; did you mean 'drop_oldest'?
             """
         ),
         (

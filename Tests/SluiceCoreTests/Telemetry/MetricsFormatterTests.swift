@@ -31,10 +31,14 @@ struct MetricsFormatterTests {
                 + #""components":["#
                 + #"{"component_id":"in","component_kind":"source","component_type":"stdin","received_events_total":1202,"#
                 + #""sent_events_total":1200,"discarded_events_total":{"buffer_full":0,"parse_error":2,"oversize":0,"#
-                + #""filtered":0,"error":0},"received_events_per_sec":400.0,"sent_events_per_sec":400.0,"buffer":null},"#
+                + #""filtered":0,"error":0,"late":0,"duplicate":0,"throttled":0,"sampled":0,"unmatched":0,"superseded":0},"#
+                + #""folded_events_total":0,"created_events_total":0,"#
+                + #""received_events_per_sec":400.0,"sent_events_per_sec":400.0,"buffer":null},"#
                 + #"{"component_id":"out","component_kind":"sink","component_type":"stdout","received_events_total":1200,"#
                 + #""sent_events_total":1200,"discarded_events_total":{"buffer_full":0,"parse_error":0,"oversize":0,"#
-                + #""filtered":0,"error":0},"received_events_per_sec":400.0,"sent_events_per_sec":400.0,"#
+                + #""filtered":0,"error":0,"late":0,"duplicate":0,"throttled":0,"sampled":0,"unmatched":0,"superseded":0},"#
+                + #""folded_events_total":0,"created_events_total":0,"#
+                + #""received_events_per_sec":400.0,"sent_events_per_sec":400.0,"#
                 + #""buffer":{"when_full":"block","max_events":1000,"events":0,"high_water_events":1000,"#
                 + #""blocked_secs_total":0.42},"latency_ms":{"p50":0.32,"p99":0.32}}]}"# + "\n")
     }

@@ -99,6 +99,13 @@ final class SluiceProcess: @unchecked Sendable {
         }
     }
 
+    /// What stdout has within `waitingMillis` (nil if nothing came, or at the end), like a read(2) with a timeout.
+    func readChunkIfAvailable(waitingMillis: Int32) -> Data? {
+        var descriptor = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, waitingMillis) > 0 else { return nil }
+        return readChunk()
+    }
+
     /// Reads all of stdout until the child closes it.
     func readAllOutput() -> Data {
         var all = Data()

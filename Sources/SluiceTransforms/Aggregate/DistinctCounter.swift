@@ -1,0 +1,70 @@
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// Counts distinct values: exactly (a set of 64-bit hashes) up to ``exactLimit`` values, then with a HyperLogLog of
+/// 2^14 one-byte registers (Flajolet et al. 2007), whose standard error is 1.04 / √16384 ≈ 0.8 %, with linear
+/// counting for the small range. 16 KiB at most, however many values.
+struct DistinctCounter: Sendable {
+    /// Distinct values counted exactly.
+    static let exactLimit = 1000
+    static let precision = 14
+    static let registerCount = 1 << precision
+
+    private var exact: Set<UInt64> = []
+    private var registers: [UInt8] = []
+
+    /// Counts `hash`, a 64-bit hash of the value's canonical bytes.
+    mutating func add(hash: UInt64) {
+        if registers.isEmpty {
+            exact.insert(hash)
+            if exact.count > Self.exactLimit {
+                registers = [UInt8](repeating: 0, count: Self.registerCount)
+                for hash in exact { addToRegisters(hash) }
+                exact = []
+            }
+        } else {
+            addToRegisters(hash)
+        }
+    }
+
+    mutating func merge(_ other: DistinctCounter) {
+        if other.registers.isEmpty {
+            for hash in other.exact { add(hash: hash) }
+            return
+        }
+        if registers.isEmpty {
+            let mine = exact
+            self = other
+            for hash in mine { add(hash: hash) }
+            return
+        }
+        for index in registers.indices { registers[index] = max(registers[index], other.registers[index]) }
+    }
+
+    /// The number of distinct values: exact up to ``exactLimit``, estimated above.
+    var estimate: Int {
+        guard !registers.isEmpty else { return exact.count }
+        let m = Double(Self.registerCount)
+        var sum = 0.0
+        var zeros = 0
+        for register in registers {
+            sum += 1 / Double(UInt64(1) << UInt64(register))
+            if register == 0 { zeros += 1 }
+        }
+        let alpha = 0.7213 / (1 + 1.079 / m)
+        let raw = alpha * m * m / sum
+        if raw <= 2.5 * m, zeros > 0 {
+            // Small range: linear counting of the empty registers is the better estimate.
+            return Int((m * log(m / Double(zeros))).rounded())
+        }
+        return Int(raw.rounded())
+    }
+
+    private mutating func addToRegisters(_ hash: UInt64) {
+        let index = Int(hash >> UInt64(64 - Self.precision))
+        let rest = hash << UInt64(Self.precision)
+        let rank = UInt8(min(rest.leadingZeroBitCount, 64 - Self.precision) + 1)
+        if rank > registers[index] { registers[index] = rank }
+    }
+}

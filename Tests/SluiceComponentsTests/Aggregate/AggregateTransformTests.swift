@@ -1,0 +1,263 @@
+import SluiceCore
+import SluiceTesting
+import Testing
+
+/// The aggregate transform driven directly: batches in, the wall clock chosen by the test, and every output checked
+/// by hand. (`AggregateEndToEndTests` checks it against an independent computation in Python.)
+struct AggregateTransformTests {
+    /// A reading of `device` at `second` seconds past 12:00:00 (epoch milliseconds in `ts`).
+    static func reading(_ device: String, _ second: Double, _ temperature: JSONValue = 20.0) -> JSONValue {
+        ["device": .string(device), "ts": .int(base + Int64(second * 1000)), "temperature": temperature]
+    }
+
+    /// 2026-11-30T12:00:00Z.
+    static let base: Int64 = 1_796_040_000_000
+
+    static func time(_ second: Int) -> JSONValue { .string(RFC3339.format(epochMillis: base + Int64(second) * 1000)) }
+
+    struct Run {
+        var transform: any Transform
+        var output: [JSONValue] = []
+        var folded = 0
+        var created = 0
+        var discards = DiscardCounts()
+
+        mutating func feed(_ events: [JSONValue], at now: Int64 = 0) {
+            var batch = events.map { Event($0) }
+            var pass = TransformPass(nowMillis: now)
+            transform.process(&batch, &pass)
+            record(batch, pass)
+        }
+
+        mutating func advance(at now: Int64) {
+            var batch: [Event] = []
+            var pass = TransformPass(nowMillis: now)
+            transform.advance(&batch, &pass)
+            record(batch, pass)
+        }
+
+        mutating func finish(stopping: Bool, at now: Int64 = 0) {
+            var batch: [Event] = []
+            var pass = TransformPass(nowMillis: now)
+            transform.finish(&batch, &pass, stopping: stopping)
+            record(batch, pass)
+        }
+
+        private mutating func record(_ batch: [Event], _ pass: TransformPass) {
+            output += batch.map(\.value)
+            folded += pass.folded
+            created += pass.created
+            discards.add(pass.discards)
+            #expect(pass.created == batch.count, "every output event is counted as created")
+        }
+    }
+
+    static func run(_ options: String) throws -> Run {
+        Run(transform: try TransformHarness.make("aggregate", options))
+    }
+
+    @Test func tumblingEventTimeWindowsCloseOnTheWatermarkInOrder() throws {
+        var run = try Self.run(
+            """
+            {group_by: [.device], window: {type: tumbling, size_secs: 10}, time: {field: .ts, allowed_lateness_secs: 2},
+             aggregations: {n: count(), avg: avg(.temperature), lo: min(.temperature), hi: max(.temperature),
+                            total: sum(.temperature), first: first(.temperature), last: last(.temperature)}}
+            """)
+        run.feed([
+            Self.reading("b", 1, 10.0), Self.reading("a", 2, 1.0), Self.reading("b", 9, 30.0),
+            // Out of order, within the lateness: still in window [0, 10).
+            Self.reading("a", 11, 5.0), Self.reading("a", 8, 3.0),
+        ])
+        #expect(run.output.isEmpty, "the watermark (11 - 2 = 9 s) has not reached 10 s")
+        run.feed([Self.reading("b", 12.5, 7.0)])
+        // The watermark passed 10 s: the window closes, groups in the order they appeared.
+        #expect(
+            run.output == [
+                [
+                    "device": "b", "window_start": Self.time(0), "window_end": Self.time(10), "n": 2, "avg": 20.0,
+                    "lo": 10.0, "hi": 30.0, "total": 40.0, "first": 10.0, "last": 30.0,
+                ],
+                [
+                    "device": "a", "window_start": Self.time(0), "window_end": Self.time(10), "n": 2, "avg": 2.0,
+                    "lo": 1.0, "hi": 3.0, "total": 4.0, "first": 1.0, "last": 3.0,
+                ],
+            ])
+        // An event for the closed window is late.
+        run.feed([Self.reading("a", 9.9)])
+        #expect(run.discards[.late] == 1)
+        run.finish(stopping: false)
+        #expect(run.output.count == 4)
+        #expect(
+            run.output[2]["device"] == "a" && run.output[2]["n"] == 1 && run.output[2]["window_end"] == Self.time(20))
+        #expect(run.output[3]["device"] == "b" && run.output[3]["partial"] == nil)
+        #expect(run.folded == 6 && run.created == 4)
+        #expect(run.transform.state?.size == 0)
+    }
+
+    @Test func hoppingWindowsEachHoldTheEventsTheyCover() throws {
+        var run = try Self.run(
+            """
+            {window: {type: hopping, size_secs: 30, hop_secs: 10}, time: {field: .ts},
+             aggregations: {n: count()}}
+            """)
+        run.feed([Self.reading("a", 5), Self.reading("a", 15), Self.reading("a", 25), Self.reading("a", 35)])
+        // Each event is in three windows; those ending by 35 s have closed: [-20, 10) and [-10, 20) and [0, 30).
+        #expect(run.output.map { $0["n"] } == [1, 2, 3])
+        #expect(run.output.map { $0["window_end"] } == [Self.time(10), Self.time(20), Self.time(30)])
+        // An event at 12 s still belongs to the open [10, 40); it is not late, though two of its windows closed.
+        run.feed([Self.reading("a", 12)])
+        #expect(run.discards[.late] == 0)
+        run.finish(stopping: false)
+        // [10, 40) has 15, 25, 35 and 12; [-10, 20) and [0, 30) had closed before 12 came.
+        #expect(run.output.map { $0["n"] } == [1, 2, 3, 4, 2, 1])
+        #expect(run.folded == 5 && run.created == 6)
+    }
+
+    @Test func sessionsEndAfterTheGapAndJoinWhenAnEventBridgesThem() throws {
+        var run = try Self.run(
+            """
+            {group_by: [.device], window: {type: session, gap_secs: 10},
+             time: {field: .ts, allowed_lateness_secs: 10},
+             aggregations: {n: count(), first: first(.temperature), last: last(.temperature)}}
+            """)
+        run.feed([
+            Self.reading("a", 0, 1.0), Self.reading("a", 5, 2.0), Self.reading("b", 6, 9.0),
+            // 20 s is more than the gap after 5 s: a second session for a.
+            Self.reading("a", 20, 3.0), Self.reading("c", 26),
+        ])
+        // The watermark is 26 - 10 = 16 s: a's first session ended at 15 s, b's at 16 s.
+        #expect(run.output.map { $0["device"] } == ["a", "b"])
+        #expect(run.output[0]["n"] == 2 && run.output[0]["window_end"] == Self.time(15))
+        run.feed([Self.reading("a", 35, 5.0), Self.reading("a", 27, 4.0)])
+        // 27 s is within the gap of [20, 30) and of [35, 45): it joins them into one session from 20 s to 45 s.
+        run.finish(stopping: false)
+        #expect(run.output.map { $0["device"] } == ["a", "b", "c", "a"], "in window-end order: 15, 16, 36, 45 s")
+        #expect(run.output[3]["n"] == 3 && run.output[3]["first"] == 3.0 && run.output[3]["last"] == 5.0)
+        #expect(run.output[3]["window_start"] == Self.time(20) && run.output[3]["window_end"] == Self.time(45))
+        #expect(run.transform.state?.size == 0)
+    }
+
+    @Test func processingTimeWindowsCloseOnTheClock() throws {
+        var run = try Self.run("{window: {type: tumbling, size_secs: 1}, aggregations: {n: count()}}")
+        run.feed([["x": 1], ["x": 2]], at: 10_200)
+        #expect(run.transform.deadline == 11_000)
+        run.advance(at: 10_999)
+        #expect(run.output.isEmpty)
+        run.advance(at: 11_000)
+        #expect(
+            run.output == [
+                [
+                    "window_start": .string(RFC3339.format(epochMillis: 10_000)),
+                    "window_end": .string(RFC3339.format(epochMillis: 11_000)), "n": 2,
+                ]
+            ])
+        #expect(run.transform.deadline == nil, "nothing is open")
+        run.feed([["x": 3]], at: 12_500)
+        run.finish(stopping: true, at: 12_700)
+        #expect(run.output.last?["partial"] == true, "a window cut short by a stop is marked partial")
+    }
+
+    @Test func anIdleEventTimeInputIsFlushed() throws {
+        var run = try Self.run(
+            "{window: {type: tumbling, size_secs: 60}, time: {field: .ts, idle_flush_secs: 5}, aggregations: {n: count()}}"
+        )
+        run.feed([Self.reading("a", 1), Self.reading("a", 2)], at: 100_000)
+        #expect(run.transform.deadline == 105_000)
+        run.advance(at: 105_000)
+        #expect(run.output.map { $0["n"] } == [2])
+        #expect(run.output[0]["partial"] == nil)
+        // The flushed window is closed: another event for it is late.
+        run.feed([Self.reading("a", 3)], at: 106_000)
+        #expect(run.discards[.late] == 1)
+    }
+
+    @Test func overMaxGroupsTheOldestWindowIsEmittedEarlyAndCounted() throws {
+        var run = try Self.run(
+            """
+            {group_by: [.device], window: {type: tumbling, size_secs: 10},
+             time: {field: .ts, allowed_lateness_secs: 60}, aggregations: {n: count()}, max_groups: 3}
+            """)
+        run.feed([Self.reading("a", 1), Self.reading("b", 2), Self.reading("c", 11)])
+        #expect(run.output.isEmpty)
+        run.feed([Self.reading("d", 12)])
+        // Four open group windows: the oldest window, [0, 10) with a and b, goes early.
+        #expect(run.output.map { $0["device"] } == ["a", "b"])
+        #expect(run.output.allSatisfy { $0["partial"] == true })
+        #expect(run.transform.state == TransformState(name: "open_windows", size: 2, evictedTotal: 2))
+        run.feed([Self.reading("a", 5)])
+        #expect(run.discards[.late] == 1, "its window was emitted")
+    }
+
+    @Test func badValuesAreErrorsAndNullsAreSkipped() throws {
+        var run = try Self.run(
+            """
+            {window: {type: tumbling, size_secs: 10}, time: {field: .ts},
+             aggregations: {n: count(), known: count(.temperature), avg: avg(.temperature)}}
+            """)
+        run.feed([
+            Self.reading("a", 1, 10.0), Self.reading("a", 2, nil), Self.reading("a", 3, "hot"),
+            ["device": "a", "temperature": 5.0], ["ts": "yesterday"],
+        ])
+        run.finish(stopping: false)
+        #expect(run.discards[.error] == 3)
+        #expect(
+            run.output == [
+                ["window_start": Self.time(0), "window_end": Self.time(10), "n": 2, "known": 1, "avg": 10.0]
+            ])
+    }
+
+    /// Percentiles within 1 % of the exact value at rank ⌊q (n − 1)⌋; distinct counts exact below 1,000 and within
+    /// 2 % above 10,000; sum, mean and deviation exact in double precision.
+    @Test func sketchesAndMomentsKeepTheirStatedAccuracy() throws {
+        var run = try Self.run(
+            """
+            {window: {type: tumbling, size_secs: 3600}, time: {field: .ts},
+             aggregations: {p50: 'percentile(.v, 50)', p95: 'percentile(.v, 95)', p99: 'percentile(.v, 99)',
+                            few: distinct_count(.few), many: distinct_count(.many), mean: avg(.v), sd: stddev(.v),
+                            total: sum(.v), some: 'collect(.n, 3)'}}
+            """)
+        var generator = SplitMix64(seed: 3)
+        var values: [Double] = []
+        var batch: [JSONValue] = []
+        for index in 0..<50_000 {
+            // Positive and negative values over six orders of magnitude.
+            let magnitude = pow(10, Double(generator.next() % 6_000) / 1_000 - 2)
+            let value = generator.next() % 10 == 0 ? -magnitude : magnitude
+            values.append(value)
+            batch.append([
+                "ts": .int(Self.base + Int64(index)), "v": .double(value), "few": .int(Int64(index % 777)),
+                "many": .string("k\(generator.next() % 20_000)"), "n": .int(Int64(index)),
+            ])
+        }
+        run.feed(batch)
+        run.finish(stopping: false)
+        let result = try #require(run.output.first)
+        let sorted = values.sorted()
+        for (field, q) in [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)] {
+            let exact = sorted[Int((q * Double(sorted.count - 1)).rounded(.down))]
+            let estimate = try #require(result[field]?.doubleValue)
+            #expect(abs(estimate - exact) <= 0.01 * abs(exact), "\(field): \(estimate) against \(exact)")
+        }
+        #expect(result["few"] == 777)
+        var distinct = Set<UInt64>()
+        var replay = SplitMix64(seed: 3)
+        for _ in 0..<50_000 {
+            _ = replay.next()
+            _ = replay.next()
+            distinct.insert(replay.next() % 20_000)
+        }
+        let many = Double(try #require(result["many"]?.intValue))
+        #expect(abs(many - Double(distinct.count)) <= 0.02 * Double(distinct.count), "\(many) of \(distinct.count)")
+        let mean = values.reduce(0, +) / Double(values.count)
+        let deviation = (values.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(values.count - 1)).squareRoot()
+        #expect(abs(try #require(result["mean"]?.doubleValue) - mean) <= 1e-9 * max(1, abs(mean)))
+        #expect(abs(try #require(result["sd"]?.doubleValue) - deviation) <= 1e-9 * deviation)
+        #expect(result["some"] == [0, 1, 2])
+    }
+}
+
+
+
+#if canImport(Glibc)
+    import Glibc
+#endif

@@ -1,0 +1,115 @@
+import SluiceCore
+import SluiceTesting
+import Testing
+
+struct RouteTransformTests {
+    static let options = #"{routes: {errors: '.level == "error"', slow: '.duration_ms > 1000'}}"#
+
+    static func events() -> [JSONValue] {
+        var events: [JSONValue] = []
+        for index in 0..<300 {
+            let level = ["info", "error", "warn"][index % 3]
+            events.append(["level": .string(level), "duration_ms": .int(Int64(index * 10)), "n": .int(Int64(index))])
+        }
+        return events
+    }
+
+    /// Every event reaches exactly the routes whose condition is true, and counts once however many that is.
+    @Test func everyEventReachesExactlyItsRoutes() throws {
+        var route = try TransformHarness.make("route", Self.options, readOutputs: ["errors", "slow", "_unmatched"])
+        var events = Self.events().map { Event($0) }
+        var pass = TransformPass(nowMillis: 0)
+        route.process(&events, &pass)
+        #expect(events.isEmpty)
+        let outputs = pass.routed.map { $0.map(\.value) }
+        let all = Self.events()
+        #expect(outputs[0] == all.filter { $0["level"] == "error" })
+        #expect(outputs[1] == all.filter { ($0["duration_ms"]?.intValue ?? 0) > 1000 })
+        #expect(outputs[2] == all.filter { $0["level"] != "error" && ($0["duration_ms"]?.intValue ?? 0) <= 1000 })
+        #expect(pass.routedEvents == 300)
+        #expect(pass.discards.total == 0)
+    }
+
+    @Test func unmatchedEventsNobodyReadsAreCounted() throws {
+        var route = try TransformHarness.make("route", Self.options, readOutputs: ["errors", "slow"])
+        var events = Self.events().map { Event($0) }
+        var pass = TransformPass(nowMillis: 0)
+        route.process(&events, &pass)
+        let unmatched = Self.events().filter { $0["level"] != "error" && ($0["duration_ms"]?.intValue ?? 0) <= 1000 }
+        #expect(pass.routed[2].isEmpty)
+        #expect(pass.discards[.unmatched] == unmatched.count)
+        #expect(pass.routedEvents + pass.discards[.unmatched] == 300)
+    }
+}
+
+/// Route outputs in `inputs`, checked when the file is read.
+struct RouteConfigTests {
+    static func pipeline(_ inputs: String, extra: String = "") -> String {
+        """
+        sources:
+          logs: {type: list, values: ['{"level":"error"}']}
+        transforms:
+          by_level:
+            type: route
+            inputs: [logs]
+            routes:
+              errors: '.level == "error"'
+              slow: .duration_ms > 1000
+        sinks:
+          alerts: {type: collect, inputs: \(inputs)}\(extra)
+        """
+    }
+
+    @Test func aMisspelledRouteIsAnErrorAtItsColumnWithASuggestion() {
+        let text = ComponentHarness.diagnostics(Self.pipeline("[by_level.eror, by_level.slow]"))
+        #expect(
+            text == """
+                p.yaml:11:36: error: unknown output 'eror' of 'by_level'
+                  alerts: {type: collect, inputs: [by_level.eror, by_level.slow]}
+                                                   ^
+                note: expected one of: by_level.errors, by_level.slow, by_level._unmatched; did you mean 'by_level.errors'?
+                p.yaml:4:3: error: output 'by_level.errors' is not an input of any transform or sink
+                  by_level:
+                  ^
+                note: its events would go nowhere; name it in some component's 'inputs'
+                """)
+    }
+
+    @Test func aRouteIsReadThroughItsOutputsAndOnlyARouteHasThem() {
+        let bare = ComponentHarness.diagnostics(Self.pipeline("[by_level]"))
+        #expect(bare.contains("error: 'by_level' has named outputs; read one of them"))
+        #expect(bare.contains("note: expected one of: by_level.errors, by_level.slow, by_level._unmatched"))
+        let source = ComponentHarness.diagnostics(
+            Self.pipeline("[by_level.errors, by_level.slow, logs.x]"))
+        #expect(source.contains("error: 'logs' has no output named 'x'"))
+        let fine = ComponentHarness.load(Self.pipeline("[by_level.errors, by_level.slow]"))
+        #expect(fine.diagnostics.isEmpty, "\(fine.diagnostics)")
+    }
+
+    @Test func routesRunEndToEndAndCountEachEventOnce() async throws {
+        let yaml = """
+            sources:
+              logs:
+                type: list
+                values: ['{"level":"error","duration_ms":5000}', '{"level":"error","duration_ms":1}',
+                         '{"level":"info","duration_ms":3000}', '{"level":"info","duration_ms":2}']
+            transforms:
+              by_level:
+                type: route
+                inputs: [logs]
+                routes:
+                  errors: '.level == "error"'
+                  slow: .duration_ms > 1000
+            sinks:
+              alerts: {type: collect, inputs: [by_level.errors], into: route-errors}
+              slow: {type: collect, inputs: [by_level.slow], into: route-slow}
+            """
+        let (_, report) = try await ComponentHarness.runEvents(yaml, collecting: "route-errors")
+        let slow = CollectedEvents.take("route-slow").map(\.value)
+        #expect(slow.map { $0["duration_ms"] } == [5000, 3000])
+        let route = try #require(report.components.first { $0.id == "by_level" })
+        #expect(route.received == 4)
+        #expect(route.sent == 3, "each event counts once, however many routes it went to")
+        #expect(route.discarded[.unmatched] == 1, "nothing reads _unmatched")
+    }
+}
