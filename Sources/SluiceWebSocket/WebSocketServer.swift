@@ -53,8 +53,6 @@ public struct WebSocketServerStatistics: Sendable, Equatable {
     /// Messages still queued for a client when its connection ended (it closed, was cut off, or was lost), which
     /// it will never get.
     public var disconnectedClientDroppedTotal = 0
-    /// Messages dropped before any client's queue, because the service thread fell behind the producer.
-    public var serviceBacklogDroppedTotal = 0
     /// Clients that left with a close handshake they began.
     public var disconnectedNormalTotal = 0
     /// Clients the server closed: for a broken limit, or because it was stopping.
@@ -98,6 +96,8 @@ public final class WebSocketServer: @unchecked Sendable {
     struct Shared {
         var context: WebSocketClient.ContextHandle?
         var outbox: [[UInt8]] = []
+        /// The producer, waiting because the outbox was full (the service thread is behind).
+        var outboxWaiter: CheckedContinuation<Void, Never>?
         var stopRequested = false
         var gate: ReadGate
         var statistics = WebSocketServerStatistics()
@@ -187,19 +187,30 @@ public final class WebSocketServer: @unchecked Sendable {
         return try result.get()
     }
 
-    /// Queues `messages` (encoded text) for every connected client; never waits.
-    public func broadcast(_ messages: [[UInt8]]) {
-        shared.locked { state in
+    /// Queues `messages` (encoded text) for every connected client. A slow client never makes this wait (it loses
+    /// its own oldest messages); the server itself does: while the service thread has not yet moved what came
+    /// before into the clients' queues (an outbox of more than ``outboxLimit`` messages), the producer waits, so
+    /// that a sink that cannot keep up pushes back on the pipeline instead of losing events.
+    public func broadcast(_ messages: [[UInt8]]) async {
+        let full = shared.locked { state -> Bool in
             state.outbox.append(contentsOf: messages)
-            // The service thread moves the outbox to the clients on every wake-up; bound it all the same.
-            let limit = max(options.maxClientBufferMessages, 1024) * 4
-            if state.outbox.count > limit {
-                state.statistics.serviceBacklogDroppedTotal += state.outbox.count - limit
-                state.outbox.removeFirst(state.outbox.count - limit)
-            }
             if let context = state.context { lws_cancel_service(context.pointer) }
+            return state.outbox.count > outboxLimit && !state.stopRequested
+        }
+        guard full else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let parked = shared.locked { state -> Bool in
+                // Re-checked: the service thread may have taken the outbox since.
+                guard state.outbox.count > outboxLimit, !state.stopRequested else { return false }
+                state.outboxWaiter = continuation
+                return true
+            }
+            if !parked { continuation.resume() }
         }
     }
+
+    /// Messages waiting for the service thread past which ``broadcast(_:)`` waits.
+    var outboxLimit: Int { max(options.maxClientBufferMessages, 1024) * 4 }
 
     /// Reports that `count` delivered messages were passed on; reading resumes once few enough are outstanding.
     public func acknowledge(_ count: Int) {
@@ -211,10 +222,13 @@ public final class WebSocketServer: @unchecked Sendable {
 
     /// Closes every client with 1001 (going away), stops listening and ends ``events``.
     public func stop() {
-        shared.locked { state in
+        let waiter = shared.locked { state -> CheckedContinuation<Void, Never>? in
             state.stopRequested = true
             if let context = state.context { lws_cancel_service(context.pointer) }
+            defer { state.outboxWaiter = nil }
+            return state.outboxWaiter
         }
+        waiter?.resume()
     }
 
     /// The counters now.
@@ -445,10 +459,16 @@ public final class WebSocketServer: @unchecked Sendable {
             }
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             guard let context = wsi.flatMap({ lws_get_context($0) }) else { break }
-            let (messages, stop, stillPaused) = shared.locked { state -> ([[UInt8]], Bool, Bool) in
-                defer { state.outbox.removeAll(keepingCapacity: true) }
-                return (state.outbox, state.stopRequested, state.gate.paused)
+            let (messages, stop, stillPaused, producer) = shared.locked {
+                state -> ([[UInt8]], Bool, Bool, CheckedContinuation<Void, Never>?) in
+                defer {
+                    state.outbox.removeAll(keepingCapacity: true)
+                    state.outboxWaiter = nil
+                }
+                return (state.outbox, state.stopRequested, state.gate.paused, state.outboxWaiter)
             }
+            // The outbox is empty again: a producer waiting for room goes on.
+            producer?.resume()
             if !messages.isEmpty, !sessions.isEmpty { enqueue(messages, context: context, protocolOf: wsi) }
             if stop {
                 if sessions.isEmpty {

@@ -19,7 +19,6 @@ struct WebSocketServerSink: Sink {
             details["client_discarded_events_total"] = [
                 "slow_client": .int(Int64(statistics.slowClientDroppedTotal)),
                 "disconnected": .int(Int64(statistics.disconnectedClientDroppedTotal)),
-                "service_backlog": .int(Int64(statistics.serviceBacklogDroppedTotal)),
             ]
             return details
         }
@@ -31,7 +30,7 @@ struct WebSocketServerSink: Sink {
                 event.writeJSON(to: &bytes)
                 messages.append(bytes)
             }
-            server.broadcast(messages)
+            await server.broadcast(messages)
             context.metrics.recordWritten(batch, at: MonotonicClock.nanos())
         }
         server.stop()

@@ -1,4 +1,5 @@
 import SluiceCore
+import SluiceTesting
 import SluiceWebSocket
 import Testing
 
@@ -72,14 +73,17 @@ struct WebSocketSourceConfigTests {
 
 struct WebSocketServerOutboxTests {
     /// Messages wait in the server's outbox until its service thread moves them to the clients' queues; when it
-    /// falls behind, the outbox is bounded and every message dropped from it is counted.
-    @Test func anOverflowingOutboxCountsWhatItDrops() {
+    /// falls behind, the producer waits instead of losing events, and a stop lets it go.
+    @Test func aFullOutboxMakesTheProducerWaitUntilTheServerStops() async {
         var options = WebSocketServerOptions()
         options.maxClientBufferMessages = 10
-        // Never started: nothing drains the outbox, which holds at most 4 x max(10, 1024) messages.
+        // Never started: nothing drains the outbox, which takes 4 x max(10, 1024) messages before it pushes back.
         let server = WebSocketServer(options: options) { _ in }
         let message: [UInt8] = Array("{}".utf8)
-        for _ in 0..<5 { server.broadcast(Array(repeating: message, count: 1000)) }
-        #expect(server.statistics.serviceBacklogDroppedTotal == 5000 - 4096)
+        await server.broadcast(Array(repeating: message, count: 4000))
+        let producer = Task { await server.broadcast(Array(repeating: message, count: 1000)) }
+        #expect(await value(of: producer, within: 0.3) == nil, "the producer waits for room")
+        server.stop()
+        #expect(await value(of: producer, within: 10) != nil, "a stop lets it go")
     }
 }
