@@ -85,13 +85,48 @@ public struct Event: Sendable {
         guard !text.isEmpty else { return Evaluator.lookup(steps, in: parsed) }
         return text.withUnsafeBufferPointer { text in
             switch CanonicalJSON.find(steps, in: text, topLevelKeys: topLevelKeys, flat: textIsFlat) {
-            case .found(let range):
-                let value = UnsafeBufferPointer(rebasing: text[range])
-                return CanonicalJSON.integer(value) ?? (try? JSONReader.parse(value))
+            case .found(let range): return Self.value(UnsafeBufferPointer(rebasing: text[range]))
             case .missing: return nil
             case .unsupported: return Evaluator.lookup(steps, in: (try? JSONReader.parse(text)) ?? .null)
             }
         }
+    }
+
+    /// The value a field's text writes, with the commonest numbers and strings read without a JSON reader.
+    static func value(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        CanonicalJSON.integer(text) ?? CanonicalJSON.decimal(text) ?? CanonicalJSON.plainString(text)
+            ?? (try? JSONReader.parse(text))
+    }
+
+    /// Calls `body` with the event's text, its top-level key signature and flatness; `nil` for a parsed event.
+    func withText<Result>(_ body: (UnsafeBufferPointer<UInt8>, KeySignature, Bool) -> Result?) -> Result? {
+        guard !text.isEmpty else { return nil }
+        return text.withUnsafeBufferPointer { body($0, topLevelKeys, textIsFlat) }
+    }
+
+    /// The time at `steps` in epoch milliseconds, read straight from the event's text when it is an RFC 3339
+    /// string without escapes or an integer there (an event time, without making a string or a value first); `nil`
+    /// otherwise, when the caller takes the general way (``lookup(_:)``) and its messages.
+    public func epochMillis(at steps: [PathStep]) -> Int64? {
+        guard !text.isEmpty else { return nil }
+        return text.withUnsafeBufferPointer { text -> Int64? in
+            guard
+                case .found(let range) = CanonicalJSON.find(
+                    steps, in: text, topLevelKeys: topLevelKeys, flat: textIsFlat)
+            else { return nil }
+            return Self.epochMillis(UnsafeBufferPointer(rebasing: text[range]))
+        }
+    }
+
+    /// Epoch milliseconds from a value's text: an RFC 3339 string without escapes, or an integer.
+    static func epochMillis(_ value: UnsafeBufferPointer<UInt8>) -> Int64? {
+        if value.count >= 2, value[0] == UInt8(ascii: "\""), value[value.count - 1] == UInt8(ascii: "\""),
+            !value.contains(UInt8(ascii: "\\"))
+        {
+            return RFC3339.parse(bytes: UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)]))
+        }
+        if case .int(let millis)? = CanonicalJSON.integer(value) { return millis }
+        return nil
     }
 
     /// Sets the value at `path`. On an event still holding the text of an object, a new top-level key is appended

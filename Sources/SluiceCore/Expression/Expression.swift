@@ -22,6 +22,9 @@ public struct Expression: Sendable {
     /// The text the expression was compiled from.
     public let source: String
     let root: ExpressionNode
+    /// The steps when the whole expression is one field path, the commonest kind (`.device`, `.temperature`): read
+    /// with one lookup instead of a walk of the tree.
+    public let pathSteps: [PathStep]?
 
     /// Compiles `source`; errors carry the character offset of the problem.
     public init(_ source: String) throws(ExpressionError) {
@@ -32,6 +35,7 @@ public struct Expression: Sendable {
         } catch {
             throw ExpressionError(error.reason, at: 0, note: "this part of the expression is always an error")
         }
+        if case .path(let steps) = root { pathSteps = steps } else { pathSteps = nil }
     }
 
     /// The expression's value for `event`.
@@ -41,17 +45,13 @@ public struct Expression: Sendable {
 
     /// The expression's value for `event`, reading fields from its text when it still has one.
     public func evaluate(_ event: Event) throws(EvaluationError) -> JSONValue {
-        try Evaluator.evaluate(root, event)
+        if let pathSteps { return event.lookup(pathSteps) ?? .null }
+        return try Evaluator.evaluate(root, event)
     }
 
     /// True when the value is a literal known at load.
     public var isConstant: Bool { root.isLiteral }
 
-    /// The steps when the expression is nothing but a field path (`.device`, `.meta.region`); `nil` otherwise.
-    public var pathSteps: [PathStep]? {
-        if case .path(let steps) = root { return steps }
-        return nil
-    }
 }
 
 // MARK: - Constant folding

@@ -71,8 +71,12 @@ public struct KeySignature: Sendable, Hashable {
 
     /// False only when `key`, its bytes as canonical text writes them, is surely not in the set.
     func mayContain(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
-        let hash = Self.hash(key)
-        return contains(Int(hash >> 56)) && contains(Int((hash >> 48) & 0xFF))
+        mayContain(hash: Self.hash(key))
+    }
+
+    /// ``mayContain(_:)`` for a key whose hash was computed once (``hash(_:)``).
+    func mayContain(hash: UInt64) -> Bool {
+        contains(Int(hash >> 56)) && contains(Int((hash >> 48) & 0xFF))
     }
 
     mutating func insert(_ key: UnsafeBufferPointer<UInt8>) { insert(hash: Self.hash(key)) }
@@ -104,7 +108,7 @@ public struct KeySignature: Sendable, Hashable {
         word3 |= word == 3 ? mask : 0
     }
 
-    private static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt64 {
+    static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt64 {
         guard let start = key.baseAddress else { return 0 }
         return hash(start, count: key.count, prefix: KeyMark.prefix(start, key.count, readable: key.count))
     }
@@ -450,6 +454,36 @@ enum CanonicalJSON {
         return .missing
     }
 
+    /// The value of the top-level field `locator` names, looked for first where it was found in the last event (in
+    /// machine-written events a field sits at the same offset line after line), and remembering where it is now.
+    static func field(
+        _ locator: inout FieldLocator, in text: UnsafeBufferPointer<UInt8>, keys: KeySignature, flat: Bool
+    )
+        -> Lookup
+    {
+        guard locator.isPlain else { return .unsupported }
+        guard keys.mayContain(hash: locator.hash) else { return .missing }
+        return locator.key.withUnsafeBufferPointer { key in
+            guard flat else { return field(bytes: key, inObjectAt: 0, of: text) }
+            if let base = text.baseAddress, let needle = key.baseAddress {
+                let at = locator.hint
+                // The same checks as the search's, at the remembered offset.
+                if at >= 2, at + key.count + 2 <= text.count, base[at - 1] == UInt8(ascii: "\""),
+                    base[at + key.count] == UInt8(ascii: "\""), base[at + key.count + 1] == UInt8(ascii: ":"),
+                    base[at - 2] == UInt8(ascii: "{") || base[at - 2] == UInt8(ascii: ","),
+                    memcmp(base + at, needle, key.count) == 0
+                {
+                    let valueStart = at + key.count + 2
+                    guard let valueEnd = skipValue(at: valueStart, in: text) else { return .missing }
+                    return .found(valueStart..<valueEnd)
+                }
+            }
+            let found = flatField(key, in: text)
+            if case .found(let range) = found { locator.hint = range.lowerBound - key.count - 2 }
+            return found
+        }
+    }
+
     /// The value of `key` in the object starting at `start`, whose keys are in `keys`.
     static func field(
         _ key: String, inObjectAt start: Int, of text: UnsafeBufferPointer<UInt8>, keys: KeySignature, flat: Bool
@@ -580,6 +614,54 @@ enum CanonicalJSON {
             position += 1
         }
         return .int(negative ? -value : value)
+    }
+
+    /// The double written in `text` as `-?digits.digits` with at most 15 digits: the commonest reading a stage
+    /// looks at (`21.6`), without a JSON reader. The digits, as an integer below 10^15 (exact in a double), are
+    /// divided once by an exact power of ten, so the result is the correctly rounded double (Clinger's fast path),
+    /// the same as the reader's.
+    static func decimal(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        guard var position = text.baseAddress, !text.isEmpty else { return nil }
+        let end = position + text.count
+        let negative = position.pointee == UInt8(ascii: "-")
+        if negative { position += 1 }
+        var mantissa: Int64 = 0
+        var digits = 0
+        var fractionDigits = -1
+        while position < end {
+            let byte = position.pointee
+            position += 1
+            if byte == UInt8(ascii: "."), fractionDigits < 0 {
+                fractionDigits = 0
+                continue
+            }
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            mantissa = mantissa &* 10 &+ Int64(digit)
+            digits += 1
+            if fractionDigits >= 0 { fractionDigits += 1 }
+        }
+        guard fractionDigits > 0, digits <= 15 else { return nil }
+        let value = Double(mantissa) / powersOfTen[fractionDigits]
+        return .double(negative ? -value : value)
+    }
+
+    /// The string written in `text` when it has no escape: its bytes between the quotes, which in event text are
+    /// valid UTF-8 (the scanner checked them, or the writer wrote them), so no reader is needed.
+    static func plainString(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        guard text.count >= 2, text[0] == UInt8(ascii: "\""), text[text.count - 1] == UInt8(ascii: "\"") else {
+            return nil
+        }
+        let body = UnsafeBufferPointer(rebasing: text[1..<(text.count - 1)])
+        guard memchr(body.baseAddress ?? text.baseAddress!, Int32(UInt8(ascii: "\\")), body.count) == nil else {
+            return nil
+        }
+        return .string(String(decoding: body, as: UTF8.self))
+    }
+
+    /// 10^0 through 10^15, each exact in a double.
+    private static let powersOfTen: [Double] = (0...15).map { exponent in
+        (0..<exponent).reduce(1.0) { value, _ in value * 10 }
     }
 
     /// Appends `"key":value` to the canonical object `text`, which must not have `key`; the result is canonical.

@@ -51,7 +51,13 @@ public enum RFC3339 {
 
     /// Epoch milliseconds for an RFC 3339 timestamp (`2026-11-30T12:00:00Z`, `...00.5+01:00`); `nil` if invalid.
     public static func parse(_ text: String) -> Int64? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(bytes: $0) }
+    }
+
+    /// ``parse(_:)`` on the text's UTF-8 bytes, which is how stages read times out of event text without making a
+    /// string first.
+    public static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         var index = 0
         func number(_ digits: Int) -> Int? {
             guard index + digits <= bytes.count else { return nil }
@@ -64,13 +70,18 @@ public enum RFC3339 {
             index += digits
             return value
         }
-        func expect(_ characters: String) -> Bool {
-            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+        func expect(_ first: Unicode.Scalar, _ second: Unicode.Scalar? = nil, _ third: Unicode.Scalar? = nil) -> Bool {
+            guard index < bytes.count else { return false }
+            let byte = bytes[index]
+            guard
+                byte == UInt8(ascii: first) || second.map({ byte == UInt8(ascii: $0) }) == true
+                    || third.map({ byte == UInt8(ascii: $0) }) == true
+            else { return false }
             index += 1
             return true
         }
         guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
-            expect("Tt "), let hour = number(2), expect(":"), let minute = number(2), expect(":"),
+            expect("T", "t", " "), let hour = number(2), expect(":"), let minute = number(2), expect(":"),
             let second = number(2), (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
             hour < 24, minute < 60, second < 61
         else { return nil }
@@ -87,7 +98,7 @@ public enum RFC3339 {
             guard index > start else { return nil }
         }
         var offsetMinutes = 0
-        if expect("Zz") {
+        if expect("Z", "z") {
         } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
             let sign = bytes[index] == UInt8(ascii: "-") ? -1 : 1
             index += 1
@@ -100,6 +111,32 @@ public enum RFC3339 {
         let days = daysFromCivil(year: Int64(year), month: month, day: day)
         let seconds = days * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetMinutes * 60)
         return seconds * 1000 + Int64(millis)
+    }
+
+    /// For `YYYY-MM-DDTHH:MM:SS[.fff]Z` text: the milliseconds after the minute, read from `:SS[.fff]Z` at offset
+    /// 16; `nil` for any other form (an offset, say), which the full ``parse(bytes:)`` reads.
+    static func millisInMinute(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard bytes.count >= 20, bytes[16] == UInt8(ascii: ":") else { return nil }
+        let tens = bytes[17] &- UInt8(ascii: "0")
+        let ones = bytes[18] &- UInt8(ascii: "0")
+        guard tens < 7, ones < 10 else { return nil }
+        let second = Int64(tens) * 10 + Int64(ones)
+        guard second < 61 else { return nil }
+        var index = 19
+        var millis: Int64 = 0
+        if bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale: Int64 = 100
+            let start = index
+            while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
+                millis += Int64(bytes[index] &- UInt8(ascii: "0")) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        guard index == bytes.count - 1, bytes[index] | 0x20 == UInt8(ascii: "z") else { return nil }
+        return second * 1000 + millis
     }
 
     private static func daysIn(month: Int, year: Int) -> Int {

@@ -35,6 +35,19 @@ struct AggregateTransform: Transform {
     /// into them (`nil` for `count()`).
     let arguments: [Expression]
     let argumentIndex: [Int?]
+    /// The arguments that must be numbers (or null), and the aggregation that needs each, for messages.
+    let numericArguments: [Int]
+    let numericNames: [String]
+    /// Each aggregation's `collect` limit (0 for the others), so the hot loop reads no Aggregation.
+    let collectLimits: [Int]
+    /// The event-time field and the allowed lateness, kept apart from `time` so the hot path copies no enum.
+    let timeField: Expression?
+    let lateness: Int64
+    /// Where the time, a single group field and each argument are, when they are top-level fields: read straight
+    /// from the event's text, where they were in the last event (``FieldLocator``).
+    var timeLocator: FieldLocator?
+    var groupLocator: FieldLocator?
+    var argumentLocators: [FieldLocator?]
     var errors: EvaluationErrorLog
     var lateReports = RateLimitedReporter()
 
@@ -42,6 +55,8 @@ struct AggregateTransform: Transform {
 
     /// Tumbling and hopping windows by end, and their ends in ascending order.
     var windows: [Int64: OpenWindow] = [:]
+    /// The window the last event went to.
+    var lastWindow: OpenWindow?
     var ends: [Int64] = []
     /// Session windows by group, each group's sorted by start.
     var sessions: [EventKey: [WindowState]] = [:]
@@ -79,6 +94,23 @@ struct AggregateTransform: Transform {
             return arguments.count - 1
         }
         self.arguments = arguments
+        let numeric = zip(config.aggregations, argumentIndex).compactMap { aggregation, index -> (Int, String)? in
+            guard aggregation.function.isNumeric, let index else { return nil }
+            return (index, "\(aggregation.function.rawValue)(\(aggregation.argument?.source ?? ""))")
+        }
+        numericArguments = numeric.map(\.0)
+        numericNames = numeric.map(\.1)
+        collectLimits = config.aggregations.map { $0.function == .collect ? Int($0.parameter) : 0 }
+        if case .event(let field, let lateness, _) = config.time {
+            timeLocator = FieldLocator(field.pathSteps)
+            timeField = field
+            self.lateness = lateness
+        } else {
+            timeField = nil
+            lateness = 0
+        }
+        groupLocator = config.groupBy.count == 1 ? FieldLocator(config.groupBy[0].expression.pathSteps) : nil
+        argumentLocators = arguments.map { FieldLocator($0.pathSteps) }
         values = Array(repeating: .null, count: arguments.count)
         errors = EvaluationErrorLog(componentID: context.id, log: context.log)
     }
@@ -130,8 +162,18 @@ struct AggregateTransform: Transform {
         let key: EventKey
         do throws(EvaluationError) {
             eventTime = try self.eventTime(of: event, now: pass.nowMillis)
-            key = try EventKey(event, groupExpressions)
-            for index in arguments.indices { values[index] = try arguments[index].evaluate(event) }
+            if groupLocator != nil {
+                key = .one(event.lookup(&groupLocator!) ?? .null)
+            } else {
+                key = try EventKey(event, groupExpressions)
+            }
+            for index in arguments.indices {
+                if argumentLocators[index] != nil {
+                    values[index] = event.lookup(&argumentLocators[index]!) ?? .null
+                } else {
+                    values[index] = try arguments[index].evaluate(event)
+                }
+            }
             try checkNumbers()
         } catch {
             pass.discards[.error] += 1
@@ -158,7 +200,7 @@ struct AggregateTransform: Transform {
             addToSession(eventTime, key, gap: gap)
         }
         pass.folded += 1
-        if case .event(_, let lateness, _) = time {
+        if timeField != nil {
             let candidate = eventTime &- lateness
             if candidate > watermark {
                 watermark = candidate
@@ -178,8 +220,10 @@ struct AggregateTransform: Transform {
         }
     }
 
-    private func eventTime(of event: Event, now: Int64) throws(EvaluationError) -> Int64 {
-        guard case .event(let field, _, _) = time else { return max(now, watermark) }
+    private mutating func eventTime(of event: Event, now: Int64) throws(EvaluationError) -> Int64 {
+        // The common case, an RFC 3339 string or epoch milliseconds in the event's text, without making a value.
+        if timeLocator != nil, let millis = event.epochMillis(&timeLocator!) { return millis }
+        guard let field = timeField else { return max(now, watermark) }
         switch try field.evaluate(event) {
         case .int(let millis): return millis
         case .double(let millis) where millis.isFinite && abs(millis) < 9e15: return Int64(millis.rounded(.down))
@@ -199,26 +243,29 @@ struct AggregateTransform: Transform {
 
     /// A numeric function met something other than a number or null: the event is not folded anywhere.
     private func checkNumbers() throws(EvaluationError) {
-        for (aggregation, index) in zip(aggregations, argumentIndex) where aggregation.function.isNumeric {
-            guard let index else { continue }
-            switch values[index] {
+        for position in numericArguments.indices {
+            switch values[numericArguments[position]] {
             case .int, .null: continue
             case .double(let number) where number.isFinite: continue
             case let other:
                 throw EvaluationError(
-                    "\(aggregation.function.rawValue)(\(aggregation.argument?.source ?? "")) needs numbers, found "
-                        + JSONWriter.string(other).prefix(40))
+                    "\(numericNames[position]) needs numbers, found " + JSONWriter.string(other).prefix(40))
             }
         }
     }
 
     private mutating func add(_ eventTime: Int64, _ key: EventKey, toWindow start: Int64, end: Int64) {
         let open: OpenWindow
-        if let existing = windows[end] {
+        if let last = lastWindow, last.end == end {
+            // Most events fall in the window the previous one did.
+            open = last
+        } else if let existing = windows[end] {
             open = existing
+            lastWindow = existing
         } else {
             open = OpenWindow(start: start, end: end)
             windows[end] = open
+            lastWindow = open
             let position = ends.firstIndex { $0 > end } ?? ends.count
             ends.insert(end, at: position)
         }
@@ -281,7 +328,7 @@ struct AggregateTransform: Transform {
             case .sketch(let index): state.sketches[index].add(value!.number)
             case .distinct(let index): state.distincts[index].add(hash: StableHash.hash(value!))
             case .collected(let index):
-                state.collected[index].add(value!, time: eventTime, limit: Int(aggregations[position].parameter))
+                state.collected[index].add(value!, time: eventTime, limit: collectLimits[position])
             }
         }
     }
@@ -311,14 +358,24 @@ struct AggregateTransform: Transform {
             while let end = ends.first, end <= limit {
                 ends.removeFirst()
                 let closing = windows.removeValue(forKey: end)!
-                for state in closing.order { emit(state, partial: partial, into: &output, &pass) }
+                if lastWindow === closing { lastWindow = nil }
+                // Every group of a window shares its bounds: formatted once.
+                let bounds = (
+                    JSONValue.string(RFC3339.format(epochMillis: closing.start)),
+                    JSONValue.string(RFC3339.format(epochMillis: end))
+                )
+                for state in closing.order { emit(state, bounds: bounds, partial: partial, into: &output, &pass) }
                 open -= closing.order.count
             }
         case .session:
             while let (state, key) = sessionHeap.popOpen(endingBy: limit) {
                 sessions[key]?.removeAll { $0 === state }
                 if sessions[key]?.isEmpty == true { sessions[key] = nil }
-                emit(state, partial: partial, into: &output, &pass)
+                let bounds = (
+                    JSONValue.string(RFC3339.format(epochMillis: state.start)),
+                    JSONValue.string(RFC3339.format(epochMillis: state.end))
+                )
+                emit(state, bounds: bounds, partial: partial, into: &output, &pass)
                 open -= 1
             }
         }
@@ -347,11 +404,15 @@ struct AggregateTransform: Transform {
         watermark = max(watermark, end)
     }
 
-    private func emit(_ state: WindowState, partial: Bool, into output: inout [Event], _ pass: inout TransformPass) {
+    /// Appends the event for `state`, whose window's bounds are `bounds` as text.
+    private func emit(
+        _ state: WindowState, bounds: (start: JSONValue, end: JSONValue), partial: Bool, into output: inout [Event],
+        _ pass: inout TransformPass
+    ) {
         var object = JSONObject()
         for (group, value) in zip(groupBy, state.group) { object[group.field] = value }
-        object["window_start"] = .string(RFC3339.format(epochMillis: state.start))
-        object["window_end"] = .string(RFC3339.format(epochMillis: state.end))
+        object["window_start"] = bounds.start
+        object["window_end"] = bounds.end
         for (aggregation, value) in zip(aggregations, state.results(aggregations, layout.slots)) {
             object[aggregation.field] = value
         }

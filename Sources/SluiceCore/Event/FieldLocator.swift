@@ -1,0 +1,76 @@
+/// A top-level field name prepared for reading it from event after event: its bytes and key-signature hash,
+/// computed once, and the offset where it was found in the last event's text, tried first in the next. Machine-
+/// written events put a field at the same offset line after line, so a stage that reads a field from every event
+/// (an aggregate's time, group and values) finds it with one comparison instead of a search.
+package struct FieldLocator: Sendable {
+    /// The name.
+    package let name: String
+    let key: [UInt8]
+    let hash: UInt64
+    /// True when canonical text writes the name as its bytes (ASCII needing no escape).
+    let isPlain: Bool
+    /// Where the name's bytes started in the last event's text (0: not known yet).
+    var hint = 0
+    /// For times: the first 16 bytes (`YYYY-MM-DDTHH:MM`) of the last RFC 3339 time read, and that minute in epoch
+    /// milliseconds, so that the next time in the same minute only reads its seconds.
+    var minute: (prefix: (UInt64, UInt64), millis: Int64)?
+
+    package init(_ name: String) {
+        self.name = name
+        key = Array(name.utf8)
+        isPlain = key.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }
+        hash = key.withUnsafeBufferPointer { KeySignature.hash($0) }
+    }
+
+    /// A locator for `steps` when they are a single key; `nil` for anything else.
+    package init?(_ steps: [PathStep]?) {
+        guard let steps, steps.count == 1, case .key(let name) = steps[0] else { return nil }
+        self.init(name)
+    }
+}
+
+extension Event {
+    /// The value of the field `locator` names, like ``lookup(_:)`` with a one-key path; remembers where it was.
+    package func lookup(_ locator: inout FieldLocator) -> JSONValue? {
+        // A parsed event, or a name text cannot hold as it is, takes the general way.
+        guard isText, locator.isPlain else { return lookup([.key(locator.name)]) }
+        return withText { text, keys, flat -> JSONValue? in
+            guard case .found(let range) = CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) else {
+                return nil
+            }
+            return Event.value(UnsafeBufferPointer(rebasing: text[range]))
+        } ?? nil
+    }
+
+    /// The time in the field `locator` names, like ``epochMillis(at:)``; remembers where it was.
+    package func epochMillis(_ locator: inout FieldLocator) -> Int64? {
+        guard isText, locator.isPlain else { return nil }
+        return withText { text, keys, flat in
+            guard case .found(let range) = CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) else {
+                return nil
+            }
+            let value = UnsafeBufferPointer(rebasing: text[range])
+            // A quoted time in the minute of the last one: only the seconds are new.
+            let quoted =
+                value.count >= 22 && value[0] == UInt8(ascii: "\"") && value[value.count - 1] == UInt8(ascii: "\"")
+            if quoted, let cached = locator.minute {
+                let time = UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)])
+                let raw = UnsafeRawPointer(time.baseAddress!)
+                let prefix = (raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                if prefix == cached.prefix, let within = RFC3339.millisInMinute(time) { return cached.millis + within }
+            }
+            guard let millis = Event.epochMillis(value) else { return nil }
+            if quoted {
+                let time = UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)])
+                if let within = RFC3339.millisInMinute(time) {
+                    let raw = UnsafeRawPointer(time.baseAddress!)
+                    locator.minute = (
+                        (raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+                        millis - within
+                    )
+                }
+            }
+            return millis
+        }
+    }
+}
