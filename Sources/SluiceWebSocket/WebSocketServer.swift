@@ -118,6 +118,8 @@ public final class WebSocketServer: @unchecked Sendable {
         var peerClosed = false
         /// Set when the server began closing this client (a broken limit, or stopping).
         var closedByServer = false
+        /// Messages queued since the client's last writeable callback: it has not yet been offered them.
+        var unoffered = 0
         /// The one-second window frames are counted in.
         var windowStartNanos = monotonicNanos()
         var framesInWindow = 0
@@ -155,6 +157,8 @@ public final class WebSocketServer: @unchecked Sendable {
     var pending: [WebSocketMessage] = []
     var paused = false
     var exitRequested = false
+    /// Set when the outbox was left for a client still to be offered its last batch (see ``outboxMustWait()``).
+    var outboxDeferred = false
     /// Limits already reported on stderr: each is said once, then only counted.
     var reportedLimits: Set<String> = []
 
@@ -444,6 +448,7 @@ public final class WebSocketServer: @unchecked Sendable {
             // What the socket could not take now is held up to the client's limit, its oldest dropped beyond it.
             let dropped = session.trim(to: options.maxClientBufferMessages)
             if dropped > 0 { shared.locked { $0.statistics.slowClientDroppedTotal += dropped } }
+            session.unoffered = 0
             if session.queued == 0 {
                 session.queue.removeAll(keepingCapacity: true)
                 session.head = 0
@@ -459,8 +464,12 @@ public final class WebSocketServer: @unchecked Sendable {
             }
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             guard let context = wsi.flatMap({ lws_get_context($0) }) else { break }
+            // The outbox waits (and so does the producer) while a client has not been offered the last batch;
+            // the writeable callback that offers it wakes the service again.
+            outboxDeferred = outboxMustWait()
             let (messages, stop, stillPaused, producer) = shared.locked {
                 state -> ([[UInt8]], Bool, Bool, CheckedContinuation<Void, Never>?) in
+                if outboxDeferred { return ([], state.stopRequested, state.gate.paused, nil) }
                 defer {
                     state.outbox.removeAll(keepingCapacity: true)
                     state.outboxWaiter = nil
@@ -494,6 +503,15 @@ public final class WebSocketServer: @unchecked Sendable {
         default:
             break
         }
+        // A client offered its batch, leaving or gone may be the last one the outbox waited for.
+        if outboxDeferred,
+            reason == LWS_CALLBACK_SERVER_WRITEABLE || reason == LWS_CALLBACK_CLOSED
+                || reason == LWS_CALLBACK_WS_PEER_INITIATED_CLOSE,
+            !outboxMustWait(), let context = wsi.flatMap({ lws_get_context($0) })
+        {
+            outboxDeferred = false
+            lws_cancel_service(context)
+        }
         if reason == LWS_CALLBACK_CLOSED, shared.locked({ $0.stopRequested }), sessions.isEmpty,
             let context = wsi.flatMap({ lws_get_context($0) })
         {
@@ -513,6 +531,17 @@ public final class WebSocketServer: @unchecked Sendable {
         lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, 2)
     }
 
+    /// True while a client whose socket takes data has not yet been offered the messages last queued for it. The
+    /// next batch then waits in the outbox: queued now, it would push that batch past the client's limit before
+    /// the client had a chance at it, and a client that keeps up would lose messages to the service's timing. A
+    /// client whose socket is full is not waited for: it is slow, and its oldest messages go beyond its limit.
+    private func outboxMustWait() -> Bool {
+        sessions.contains { key, session in
+            session.unoffered > 0 && !session.peerClosed && session.closing == nil
+                && lws_send_pipe_choked(OpaquePointer(bitPattern: key)) == 0
+        }
+    }
+
     /// Logs a broken limit the first time only; the metrics count every time.
     private func reportOnce(_ limit: String, _ message: String) {
         if reportedLimits.insert(limit).inserted { log(message) }
@@ -525,6 +554,7 @@ public final class WebSocketServer: @unchecked Sendable {
         var dropped = 0
         for session in sessions.values where !session.peerClosed {
             session.queue.append(contentsOf: messages)
+            session.unoffered += messages.count
             dropped += session.trim(to: options.maxClientBufferMessages + messages.count)
         }
         if dropped > 0 { shared.locked { $0.statistics.slowClientDroppedTotal += dropped } }
