@@ -63,6 +63,34 @@ struct StatefulRuntimeEndToEndTests {
         #expect(aggregate["state"]?.int("open_windows") == 0)
     }
 
+    /// Keyed state costs a fixed size per key, whatever flows past it: 400,000 distinct keys through a dedupe
+    /// limited to 100,000 keep the process small (each remembered key once cost kilobytes in freed, fragmented
+    /// memory).
+    @Test func keyedStateStaysSmallAtItsLimit() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              sim: {type: simulator, devices: 1000, rate: max, count: 400000, seed: 8}
+            transforms:
+              unique: {type: dedupe, inputs: [sim], fields: [.device, .seq], cache: {max_keys: 100000}}
+            sinks:
+              out: {type: blackhole, inputs: [unique]}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed { _ in nil }
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        let dedupe = try #require(try pipeline.finalComponent("unique"))
+        #expect(dedupe.int("sent_events_total") == 400_000, "every (device, seq) is new")
+        #expect(dedupe["state"]?.int("state_keys") == 100_000)
+        #expect(dedupe["state"]?.int("evicted_total") == 300_000)
+        let rss = try #require(try pipeline.reports().last?.int("process", "max_rss_bytes"))
+        #expect(underSanitizer || rss < 80 << 20, "peak RSS \(rss) bytes")
+    }
+
     @Test func aLatestPerKeyBufferGivesASlowReaderEachKeysNewestValue() throws {
         let pipeline = try TemporaryPipeline(
             """

@@ -42,6 +42,19 @@ extension Event {
         } ?? nil
     }
 
+    /// Appends the JSON text of the field `locator` names (`null` when it is missing) to `bytes`, straight from the
+    /// event's text; false, appending nothing, for a parsed event or a name text cannot hold as it is.
+    package func appendValueText(_ locator: inout FieldLocator, to bytes: inout [UInt8]) -> Bool {
+        guard isText, locator.isPlain else { return false }
+        return withText { text, keys, flat -> Bool in
+            switch CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) {
+            case .found(let range): bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[range]))
+            case .missing, .unsupported: bytes.append(contentsOf: "null".utf8)
+            }
+            return true
+        } ?? false
+    }
+
     /// The time in the field `locator` names, like ``epochMillis(at:)``; remembers where it was.
     package func epochMillis(_ locator: inout FieldLocator) -> Int64? {
         guard isText, locator.isPlain else { return nil }

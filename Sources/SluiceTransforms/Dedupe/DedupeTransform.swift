@@ -6,9 +6,16 @@ internal import SluiceCore
 struct DedupeTransform: Transform {
     let config: DedupeTransformConfig
     var errors: EvaluationErrorLog
+    var keys: KeyReader
     /// Each remembered key's last sighting, in wall-clock milliseconds.
     var seen = RecentKeys<Int64>()
     var forgotten = 0
+
+    init(config: DedupeTransformConfig, errors: EvaluationErrorLog) {
+        self.config = config
+        self.errors = errors
+        keys = KeyReader(config.fields)
+    }
 
     var state: TransformState? { TransformState(name: "state_keys", size: seen.count, evictedTotal: forgotten) }
 
@@ -19,9 +26,9 @@ struct DedupeTransform: Transform {
             while let last = seen.oldestValue, now - last >= ttl { seen.removeOldest() }
         }
         events.retainEvents { event in
-            let key: EventKey
+            let key: KeyFingerprint
             do throws(EvaluationError) {
-                key = try EventKey(event, config.fields)
+                key = try keys.read(event)
             } catch {
                 pass.discards[.error] += 1
                 errors.report(error, in: "dedupe fields")

@@ -4,11 +4,13 @@ internal import SluiceCore
 struct FilterTransform: Transform {
     let condition: Expression
     var errors: EvaluationErrorLog
+    /// Where the condition's fields were in the last event.
+    var state: ExpressionState
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         events.retainEvents { event in
             do throws(EvaluationError) {
-                switch try condition.evaluate(event) {
+                switch try condition.evaluate(event, &state) {
                 case .bool(true):
                     return true
                 case .bool(false), .null:

@@ -14,6 +14,8 @@ public struct FilterTransformConfig: TransformConfig {
     }
 
     public func makeTransform(_ context: TransformContext) -> any Transform {
-        FilterTransform(condition: condition, errors: EvaluationErrorLog(componentID: context.id, log: context.log))
+        FilterTransform(
+            condition: condition, errors: EvaluationErrorLog(componentID: context.id, log: context.log),
+            state: condition.makeState())
     }
 }

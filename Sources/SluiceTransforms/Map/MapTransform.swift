@@ -5,6 +5,8 @@ internal import SluiceCore
 struct MapTransform: Transform {
     let config: MapTransformConfig
     var errors: EvaluationErrorLog
+    /// Where each `set` expression's fields were in the last event.
+    var states: [ExpressionState]
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         let config = config
@@ -23,7 +25,7 @@ struct MapTransform: Transform {
         for index in sets.indices {
             do throws(EvaluationError) {
                 // Evaluated first, so that reading the event and changing it are not one overlapping access.
-                let value = try sets[index].value.evaluate(event)
+                let value = try sets[index].value.evaluate(event, &states[index])
                 try event.set(sets[index].target, to: value)
             } catch {
                 errors.report(error, in: sets[index].value.source)

@@ -54,6 +54,8 @@ public struct MapTransformConfig: TransformConfig {
     var onlySets: Bool { rename.isEmpty && remove.isEmpty && keep.isEmpty }
 
     public func makeTransform(_ context: TransformContext) -> any Transform {
-        MapTransform(config: self, errors: EvaluationErrorLog(componentID: context.id, log: context.log))
+        MapTransform(
+            config: self, errors: EvaluationErrorLog(componentID: context.id, log: context.log),
+            states: set.map { $0.value.makeState() })
     }
 }

@@ -8,15 +8,17 @@ struct RouteTransform: Transform {
     let routes: [(name: String, condition: Expression)]
     let unmatchedIsRead: Bool
     var errors: EvaluationErrorLog
+    /// Where each condition's fields were in the last event.
+    var states: [ExpressionState]
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         var outputs = [[Event]](repeating: [], count: routes.count + 1)
         for event in events {
             var matched = false
             var failed = false
-            for (index, route) in routes.enumerated() {
+            for index in routes.indices {
                 do throws(EvaluationError) {
-                    switch try route.condition.evaluate(event) {
+                    switch try routes[index].condition.evaluate(event, &states[index]) {
                     case .bool(true):
                         outputs[index].append(event)
                         matched = true
@@ -28,7 +30,7 @@ struct RouteTransform: Transform {
                     }
                 } catch {
                     failed = true
-                    errors.report(error, in: route.condition.source)
+                    errors.report(error, in: routes[index].condition.source)
                 }
             }
             if matched {

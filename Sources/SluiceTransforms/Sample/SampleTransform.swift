@@ -6,15 +6,22 @@ internal import SluiceCore
 struct SampleTransform: Transform {
     let config: SampleTransformConfig
     var errors: EvaluationErrorLog
+    var keys: KeyReader
     var counter = 0
+
+    init(config: SampleTransformConfig, errors: EvaluationErrorLog) {
+        self.config = config
+        self.errors = errors
+        keys = KeyReader(config.key.map { [$0] } ?? [])
+    }
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         let rate = UInt64(config.rate)
         events.retainEvents { event in
             let keep: Bool
-            if let key = config.key {
+            if config.key != nil {
                 do throws(EvaluationError) {
-                    keep = EventKey.one(try key.evaluate(event)).stableHash % rate == 0
+                    keep = try keys.read(event).hash % rate == 0
                 } catch {
                     pass.discards[.error] += 1
                     errors.report(error, in: "sample key")

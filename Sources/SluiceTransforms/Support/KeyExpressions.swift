@@ -1,6 +1,7 @@
 internal import SluiceCore
 
-/// The key of an event under a list of expressions: one value (no array per event), or several.
+/// The key of an event under a list of expressions: one value (no array per event), or several. The aggregate's
+/// groups use it, where the values go into the output.
 enum EventKey: Hashable, Sendable {
     case one(JSONValue)
     case many([JSONValue])
@@ -25,42 +26,88 @@ enum EventKey: Hashable, Sendable {
             self = .many(values)
         }
     }
+}
 
-    /// A hash of the key that is the same in every run, for decisions that must repeat.
-    var stableHash: UInt64 {
-        switch self {
-        case .one(let value): StableHash.hash(value)
-        case .many(let values): StableHash.hash(.array(values))
-        }
+/// A key remembered by its fingerprint: two independent 64-bit stable hashes of its bytes. State keyed this way
+/// costs the same few bytes per key whatever the key's length and makes no allocation per key; two distinct keys
+/// share a fingerprint with a probability near 2^-128 per pair, far below that of a hardware memory error.
+struct KeyFingerprint: Hashable, Sendable {
+    /// Places the key in a table, and decides `sample`'s keys.
+    var hash: UInt64
+    /// Tells apart keys whose `hash` is the same.
+    var check: UInt64
+
+    init(hash: UInt64, check: UInt64) {
+        self.hash = hash
+        self.check = check
+    }
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        (hash, check) = StableHash.pair(bytes, secondSeed: 0xD6E8_FEB8_6659_FD93)
     }
 }
 
-/// Keys in least-recently-used order with a limit, without an allocation per entry: the entries live in arrays,
-/// linked by index, and a dictionary maps each key to its entry. Used by `dedupe` and `throttle` to bound their
-/// state.
+/// Reads the key of events under a list of expressions: each value as JSON text (straight from the event's text
+/// for a top-level field, found where it was in the last event), a newline after each (which JSON text never holds
+/// raw), so that equal keys are equal bytes, and returns their fingerprint. `dedupe`, `throttle` and `sample` key
+/// on it without making a value or an allocation per event.
+struct KeyReader: Sendable {
+    private let expressions: [Expression]
+    private var locators: [FieldLocator?]
+    private var states: [ExpressionState]
+    private var bytes: [UInt8] = []
+
+    init(_ expressions: [Expression]) {
+        self.expressions = expressions
+        locators = expressions.map { FieldLocator($0.pathSteps) }
+        states = expressions.map { $0.makeState() }
+        bytes.reserveCapacity(64)
+    }
+
+    /// The fingerprint of `event`'s key.
+    mutating func read(_ event: Event) throws(EvaluationError) -> KeyFingerprint {
+        bytes.removeAll(keepingCapacity: true)
+        for index in expressions.indices {
+            if locators[index] != nil, event.appendValueText(&locators[index]!, to: &bytes) {
+            } else {
+                JSONWriter.write(try expressions[index].evaluate(event, &states[index]), to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "\n"))
+        }
+        return bytes.withUnsafeBytes { KeyFingerprint($0) }
+    }
+}
+
+/// Keys (by fingerprint) in least-recently-used order with a limit, each with a value. The entries live in one
+/// array, linked by index, found through an open-addressing table of their hashes (linear probing, deletion by
+/// backward shift): nothing is allocated per key or per lookup, so the state's memory is the limit times a fixed
+/// entry size. Used by `dedupe` and `throttle` to bound their state.
 struct RecentKeys<Value: Sendable>: Sendable {
     private struct Entry: Sendable {
-        var key: EventKey
+        var key: KeyFingerprint
         var value: Value
         var newer = -1
         var older = -1
     }
 
     private var entries: [Entry] = []
-    private var index: [EventKey: Int] = [:]
     private var free: [Int] = []
+    /// The table: 0 is empty, else the entry's index + 1 in the high 32 bits and the low 32 bits of its hash in
+    /// the low ones, so that probing and moving slots read no entry until a hash matches. The capacity is a power
+    /// of two, at least twice the keys held.
+    private var slots = [UInt64](repeating: 0, count: 1024)
     /// The most recently and the least recently used entries, or -1.
     private var newest = -1
     private var oldest = -1
 
     /// Keys held.
-    var count: Int { index.count }
+    private(set) var count = 0
 
-    /// The value for `key`, made the most recently used; `nil` when the key is not held.
-    mutating func use(_ key: EventKey) -> Value? {
-        guard let position = index[key] else { return nil }
-        moveToFront(position)
-        return entries[position].value
+    /// The value for `key`, made the most recently used; `nil` when it is not held.
+    mutating func use(_ key: KeyFingerprint) -> Value? {
+        guard let entry = find(key) else { return nil }
+        moveToFront(entry)
+        return entries[entry].value
     }
 
     /// Sets the value of the most recently used key (the one just returned by ``use(_:)``).
@@ -68,20 +115,22 @@ struct RecentKeys<Value: Sendable>: Sendable {
         entries[newest].value = value
     }
 
-    /// Adds `key` as the most recently used; returns true when the least recently used key was forgotten to stay
-    /// within `limit`.
-    mutating func insert(_ key: EventKey, _ value: Value, limit: Int) -> Bool {
-        let position: Int
+    /// Adds a key that is not held, as the most recently used; returns true when the least recently used key was
+    /// forgotten to stay within `limit`.
+    mutating func insert(_ key: KeyFingerprint, _ value: Value, limit: Int) -> Bool {
+        let entry: Int
         if let reused = free.popLast() {
             entries[reused] = Entry(key: key, value: value)
-            position = reused
+            entry = reused
         } else {
             entries.append(Entry(key: key, value: value))
-            position = entries.count - 1
+            entry = entries.count - 1
         }
-        index[key] = position
-        link(position)
-        guard index.count > limit else { return false }
+        count += 1
+        if count * 2 > slots.count { grow() }
+        place(entry)
+        link(entry)
+        guard count > limit else { return false }
         removeOldest()
         return true
     }
@@ -91,31 +140,93 @@ struct RecentKeys<Value: Sendable>: Sendable {
 
     /// Forgets the least recently used key.
     mutating func removeOldest() {
-        let position = oldest
-        guard position >= 0 else { return }
-        unlink(position)
-        index[entries[position].key] = nil
-        entries[position].key = .many([])
-        free.append(position)
+        let entry = oldest
+        guard entry >= 0 else { return }
+        unlink(entry)
+        displace(entry)
+        free.append(entry)
+        count -= 1
     }
 
-    private mutating func moveToFront(_ position: Int) {
-        guard position != newest else { return }
-        unlink(position)
-        link(position)
+    // MARK: - The table
+
+    private static func slot(_ entry: Int, _ hash: UInt64) -> UInt64 {
+        UInt64(entry + 1) << 32 | hash & 0xFFFF_FFFF
     }
 
-    private mutating func link(_ position: Int) {
-        entries[position].older = newest
-        entries[position].newer = -1
-        if newest >= 0 { entries[newest].newer = position }
-        newest = position
-        if oldest < 0 { oldest = position }
+    private static func entry(_ slot: UInt64) -> Int { Int(slot >> 32) - 1 }
+
+    private func find(_ key: KeyFingerprint) -> Int? {
+        let mask = slots.count - 1
+        let tag = key.hash & 0xFFFF_FFFF
+        var index = Int(truncatingIfNeeded: key.hash) & mask
+        while true {
+            let slot = slots[index]
+            if slot == 0 { return nil }
+            if slot & 0xFFFF_FFFF == tag, entries[Self.entry(slot)].key == key { return Self.entry(slot) }
+            index = (index + 1) & mask
+        }
     }
 
-    private mutating func unlink(_ position: Int) {
-        let newer = entries[position].newer
-        let older = entries[position].older
+    private mutating func place(_ entry: Int) {
+        let mask = slots.count - 1
+        let hash = entries[entry].key.hash
+        var index = Int(truncatingIfNeeded: hash) & mask
+        while slots[index] != 0 { index = (index + 1) & mask }
+        slots[index] = Self.slot(entry, hash)
+    }
+
+    /// Removes `entry` from the table, moving back the slots after it that would no longer be found.
+    private mutating func displace(_ entry: Int) {
+        let mask = slots.count - 1
+        let hash = entries[entry].key.hash
+        var hole = Int(truncatingIfNeeded: hash) & mask
+        let slot = Self.slot(entry, hash)
+        while slots[hole] != slot { hole = (hole + 1) & mask }
+        var next = hole
+        while true {
+            next = (next + 1) & mask
+            let moving = slots[next]
+            if moving == 0 { break }
+            let home = Int(truncatingIfNeeded: moving) & mask
+            // `moving` may fill the hole unless its home lies cyclically in (hole, next].
+            let homeIsBetween = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next)
+            if !homeIsBetween {
+                slots[hole] = moving
+                hole = next
+            }
+        }
+        slots[hole] = 0
+    }
+
+    private mutating func grow() {
+        slots = [UInt64](repeating: 0, count: slots.count * 2)
+        var entry = newest
+        while entry >= 0 {
+            place(entry)
+            entry = entries[entry].older
+        }
+    }
+
+    // MARK: - Recency
+
+    private mutating func moveToFront(_ entry: Int) {
+        guard entry != newest else { return }
+        unlink(entry)
+        link(entry)
+    }
+
+    private mutating func link(_ entry: Int) {
+        entries[entry].older = newest
+        entries[entry].newer = -1
+        if newest >= 0 { entries[newest].newer = entry }
+        newest = entry
+        if oldest < 0 { oldest = entry }
+    }
+
+    private mutating func unlink(_ entry: Int) {
+        let newer = entries[entry].newer
+        let older = entries[entry].older
         if newer >= 0 { entries[newer].older = older } else { newest = older }
         if older >= 0 { entries[older].newer = newer } else { oldest = newer }
     }

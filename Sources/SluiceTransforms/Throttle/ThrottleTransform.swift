@@ -6,20 +6,25 @@ internal import SluiceCore
 struct ThrottleTransform: Transform {
     let config: ThrottleTransformConfig
     var errors: EvaluationErrorLog
+    var keys: KeyReader
     /// Each key's window (its index since the epoch) and the events let through in it.
     var budgets = RecentKeys<(window: Int64, used: Int)>()
     var forgotten = 0
+
+    init(config: ThrottleTransformConfig, errors: EvaluationErrorLog) {
+        self.config = config
+        self.errors = errors
+        keys = KeyReader(config.key.map { [$0] } ?? [])
+    }
 
     var state: TransformState? { TransformState(name: "state_keys", size: budgets.count, evictedTotal: forgotten) }
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         let window = pass.nowMillis / config.windowMillis
         events.retainEvents { event in
-            let key: EventKey
+            let key: KeyFingerprint
             do throws(EvaluationError) {
-                key =
-                    try config.key.map { (expression) throws(EvaluationError) in .one(try expression.evaluate(event)) }
-                    ?? .many([])
+                key = try keys.read(event)
             } catch {
                 pass.discards[.error] += 1
                 errors.report(error, in: "throttle key")

@@ -7,7 +7,7 @@ struct DedupeTransformTests {
     }
 
     /// Seeded data with a known number of repeats: every repeat within the TTL is discarded, exactly.
-    @Test func repeatsWithinTheTTLAreDiscardedExactly() throws {
+    @Test(arguments: [false, true]) func repeatsWithinTheTTLAreDiscardedExactly(asText: Bool) throws {
         var dedupe = try TransformHarness.make(
             "dedupe", "{fields: [.device, .seq], cache: {max_keys: 1000, ttl_secs: 10}}")
         // 10 devices x 50 readings, each sent 1 to 3 times in a row, in batches of 37.
@@ -24,7 +24,7 @@ struct DedupeTransformTests {
         var duplicates = 0
         for (index, batch) in stride(from: 0, to: events.count, by: 37).enumerated() {
             let (out, pass) = TransformHarness.process(
-                &dedupe, Array(events[batch..<min(batch + 37, events.count)]), at: 1_000 + Int64(index))
+                &dedupe, Array(events[batch..<min(batch + 37, events.count)]), at: 1_000 + Int64(index), asText: asText)
             kept += out
             duplicates += pass.discards[.duplicate]
         }
@@ -34,19 +34,19 @@ struct DedupeTransformTests {
         #expect(dedupe.state == TransformState(name: "state_keys", size: 500, evictedTotal: 0))
     }
 
-    @Test func aKeyIsForgottenAfterItsTTLAndAtTheLimit() throws {
+    @Test(arguments: [false, true]) func aKeyIsForgottenAfterItsTTLAndAtTheLimit(asText: Bool) throws {
         var dedupe = try TransformHarness.make("dedupe", "{fields: [.device], cache: {max_keys: 2, ttl_secs: 1}}")
         let a: JSONValue = ["device": "a"]
         let b: JSONValue = ["device": "b"]
         let c: JSONValue = ["device": "c"]
-        #expect(TransformHarness.process(&dedupe, [a, a, b], at: 0).0 == [a, b])
+        #expect(TransformHarness.process(&dedupe, [a, a, b], at: 0, asText: asText).0 == [a, b])
         // Seen again at 900 ms: still a duplicate, and its TTL restarts.
-        #expect(TransformHarness.process(&dedupe, [a], at: 900).1.discards[.duplicate] == 1)
-        #expect(TransformHarness.process(&dedupe, [a], at: 1_800).0 == [])
+        #expect(TransformHarness.process(&dedupe, [a], at: 900, asText: asText).1.discards[.duplicate] == 1)
+        #expect(TransformHarness.process(&dedupe, [a], at: 1_800, asText: asText).0 == [])
         // 1 s after it was last seen, `a` passes again; `b` (last seen at 0) has expired too.
-        #expect(TransformHarness.process(&dedupe, [a, b], at: 2_800).0 == [a, b])
+        #expect(TransformHarness.process(&dedupe, [a, b], at: 2_800, asText: asText).0 == [a, b])
         // A third key over max_keys 2 forgets the least recently seen (`a`), which then passes again.
-        #expect(TransformHarness.process(&dedupe, [c, a], at: 2_900).0 == [c, a])
+        #expect(TransformHarness.process(&dedupe, [c, a], at: 2_900, asText: asText).0 == [c, a])
         #expect(dedupe.state?.evictedTotal == 2)
         #expect(dedupe.state?.size == 2)
     }

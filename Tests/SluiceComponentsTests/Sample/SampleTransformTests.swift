@@ -27,5 +27,8 @@ struct SampleTransformTests {
         #expect(keptDevices.count > 400 && keptDevices.count < 600, "\(keptDevices.count) of 2000 devices")
         var again = try TransformHarness.make("sample", "{rate: 4, key: .device}")
         #expect(TransformHarness.process(&again, events, at: 0).0 == kept)
+        // Events that arrive as text are keyed by the same bytes, so the same devices are kept.
+        var asText = try TransformHarness.make("sample", "{rate: 4, key: .device}")
+        #expect(TransformHarness.process(&asText, events, at: 0, asText: true).0 == kept)
     }
 }

@@ -31,11 +31,18 @@ enum TransformHarness {
         return make(TransformContext(id: "t", log: log, readOutputs: readOutputs))
     }
 
-    /// Runs one batch through `transform` at wall-clock time `now`; returns what it left and the pass.
-    static func process(_ transform: inout any Transform, _ values: [JSONValue], at now: Int64)
+    /// Runs one batch through `transform` at wall-clock time `now`; returns what it left and the pass. `asText`
+    /// gives the transform the events as JSON text, as a source would, rather than as values.
+    static func process(_ transform: inout any Transform, _ values: [JSONValue], at now: Int64, asText: Bool = false)
         -> ([JSONValue], TransformPass)
     {
-        var events = values.map { Event($0) }
+        var events = values.map { value in
+            // Sluice's own JSON text always parses.
+            asText ? try! Event(json: Array(JSONWriter.string(value).utf8)) : Event(value)
+        }
+        if asText, let parsed = events.first(where: { !$0.isText }) {
+            Issue.record("not text an event keeps as it is: \(parsed.value)")
+        }
         var pass = TransformPass(nowMillis: now)
         transform.process(&events, &pass)
         return (events.map(\.value), pass)
