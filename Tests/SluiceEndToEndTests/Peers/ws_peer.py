@@ -33,9 +33,9 @@ Modes:
           that never sends its upgrade request (records how long until the server hangs up); then "done".
   closer  a raw client of --url: read every message for --secs seconds, then stop reading for --pause seconds, or
           until the file --close-when exists (so the server's queue for us and the TCP buffers fill), then send a
-          close frame (1000) and read on,
-          discarding data, until the server's close frame arrives, as browsers do; records how long that took and
-          the code the server answered with. (Python websockets' default queue of 32 messages stops reading when
+          close frame (1000) and read on (with --read-when, once that file exists), discarding data, until the
+          server's close frame arrives, as browsers do; records how long that took from when it read on, and the
+          code the server answered with. (Python websockets' default queue of 32 messages stops reading when
           it is full, so there a close frame behind more data is never seen.)
   churn   against a server at --url: --clients clients that each connect, read a message and leave, 10 at a time,
           while --slow clients connect (raw, 4 KiB receive buffer) and never read; records "done" with counts.
@@ -68,6 +68,8 @@ parser.add_argument("--close-after", action="store_true")
 parser.add_argument("--secs", type=float, default=2)
 parser.add_argument("--pause", type=float, default=0)
 parser.add_argument("--close-when", default=None, help="closer: pause until this file exists, then close")
+parser.add_argument("--read-when", default=None,
+                    help="closer: after sending the close, read nothing until this file exists")
 args = parser.parse_args()
 
 record_lock = threading.Lock()
@@ -396,6 +398,11 @@ def closer():
     mask = b"\x01\x02\x03\x04"
     payload = (1000).to_bytes(2, "big") + b"bye"
     sock.sendall(bytes([0x88, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+    if args.read_when:
+        import os
+        while not os.path.exists(args.read_when):
+            time.sleep(0.02)
+        closing = time.monotonic()
     code = None
     discarded = 0
     try:
