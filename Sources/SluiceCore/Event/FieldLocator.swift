@@ -5,6 +5,8 @@
 package struct FieldLocator: Sendable {
     /// The name.
     package let name: String
+    /// The name as a path, for events that are not text.
+    let steps: [PathStep]
     let key: [UInt8]
     let hash: UInt64
     /// True when canonical text writes the name as its bytes (ASCII needing no escape).
@@ -17,6 +19,7 @@ package struct FieldLocator: Sendable {
 
     package init(_ name: String) {
         self.name = name
+        steps = [.key(name)]
         key = Array(name.utf8)
         isPlain = key.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }
         hash = key.withUnsafeBufferPointer { KeySignature.hash($0) }
@@ -33,13 +36,18 @@ extension Event {
     /// The value of the field `locator` names, like ``lookup(_:)`` with a one-key path; remembers where it was.
     package func lookup(_ locator: inout FieldLocator) -> JSONValue? {
         // A parsed event, or a name text cannot hold as it is, takes the general way.
-        guard isText, locator.isPlain else { return lookup([.key(locator.name)]) }
-        return withText { text, keys, flat -> JSONValue? in
-            guard case .found(let range) = CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) else {
+        guard isText, locator.isPlain else { return lookup(locator.steps) }
+        var unsupported = false
+        let value = withText { text, keys, flat -> JSONValue? in
+            switch CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) {
+            case .found(let range): return Event.value(UnsafeBufferPointer(rebasing: text[range]))
+            case .missing: return nil
+            case .unsupported:
+                unsupported = true
                 return nil
             }
-            return Event.value(UnsafeBufferPointer(rebasing: text[range]))
-        } ?? nil
+        }
+        return unsupported ? lookup(locator.steps) : value
     }
 
     /// Appends the JSON text of the field `locator` names (`null` when it is missing) to `bytes`, straight from the

@@ -12,8 +12,8 @@ public struct EvaluationError: Error, Sendable, Equatable, CustomStringConvertib
     public var description: String { reason }
 }
 
-/// A compiled expression: parsed, checked and constant-folded once when the pipeline loads, then evaluated per
-/// event by walking its tree.
+/// A compiled expression: parsed, checked and constant-folded once when the pipeline loads, then run per event as
+/// an ``ExpressionProgram``.
 ///
 /// Values follow JSON: integers and doubles combine numerically (`/` always gives a double), arithmetic with
 /// `null` gives `null`, `==` works across types, ordering across types or with `null` is false. Type errors,
@@ -22,8 +22,9 @@ public struct Expression: Sendable {
     /// The text the expression was compiled from.
     public let source: String
     let root: ExpressionNode
+    let program: ExpressionProgram
     /// The steps when the whole expression is one field path, the commonest kind (`.device`, `.temperature`): read
-    /// with one lookup instead of a walk of the tree.
+    /// with one lookup instead of a program.
     public let pathSteps: [PathStep]?
 
     /// Compiles `source`; errors carry the character offset of the problem.
@@ -36,22 +37,40 @@ public struct Expression: Sendable {
             throw ExpressionError(error.reason, at: 0, note: "this part of the expression is always an error")
         }
         if case .path(let steps) = root { pathSteps = steps } else { pathSteps = nil }
+        program = ExpressionProgram(root)
     }
+
+    /// A state for evaluating this expression event after event: its registers, and where each field it reads was
+    /// in the last event. Each stage keeps its own.
+    public func makeState() -> ExpressionState { program.initialState }
 
     /// The expression's value for `event`.
     public func evaluate(_ event: JSONValue) throws(EvaluationError) -> JSONValue {
-        try Evaluator.evaluate(root, event)
+        var state = program.initialState
+        return try program.run(event, &state)
     }
 
-    /// The expression's value for `event`, reading fields from its text when it still has one.
+    /// The expression's value for `event`, with the registers of `state`.
+    public func evaluate(_ event: JSONValue, _ state: inout ExpressionState) throws(EvaluationError) -> JSONValue {
+        try program.run(event, &state)
+    }
+
+    /// The expression's value for `event`, reading fields from its text when it still has one. Stages that
+    /// evaluate every event use ``evaluate(_:_:)-(Event,_)`` with a state of their own instead.
     public func evaluate(_ event: Event) throws(EvaluationError) -> JSONValue {
         if let pathSteps { return event.lookup(pathSteps) ?? .null }
-        return try Evaluator.evaluate(root, event)
+        var state = program.initialState
+        return try program.run(event, &state)
+    }
+
+    /// The expression's value for `event`, reading each field where it was in the last event evaluated with
+    /// `state`.
+    public func evaluate(_ event: Event, _ state: inout ExpressionState) throws(EvaluationError) -> JSONValue {
+        try program.run(event, &state)
     }
 
     /// True when the value is a literal known at load.
     public var isConstant: Bool { root.isLiteral }
-
 }
 
 // MARK: - Constant folding
@@ -80,7 +99,9 @@ private enum Folder {
         case .matches(let subject, let pattern): folded = .matches(try fold(subject), pattern)
         }
         guard folded.childrenAreLiterals else { return folded }
-        return .literal(try Evaluator.evaluate(folded, JSONValue.null))
+        let program = ExpressionProgram(folded)
+        var state = program.initialState
+        return .literal(try program.run(JSONValue.null, &state))
     }
 }
 
@@ -105,73 +126,33 @@ extension ExpressionNode {
 
 // MARK: - Evaluation
 
-/// What an expression reads its paths from: a parsed value, or an event that may still hold its text.
-protocol FieldSource {
-    func lookup(_ steps: [PathStep]) -> JSONValue?
-}
-
-extension JSONValue: FieldSource {
-    func lookup(_ steps: [PathStep]) -> JSONValue? { Evaluator.lookup(steps, in: self) }
-}
-
-extension Event: FieldSource {}
-
+/// The semantics of the operators, shared by the program and the functions.
 enum Evaluator {
-    static func evaluate<Source: FieldSource>(_ node: ExpressionNode, _ event: Source) throws(EvaluationError)
-        -> JSONValue
-    {
-        switch node {
-        case .literal(let value):
-            return value
-        case .path(let steps):
-            return event.lookup(steps) ?? .null
-        case .array(let items):
-            return .array(try items.map { (item) throws(EvaluationError) in try evaluate(item, event) })
-        case .not(let operand):
-            return .bool(!(try truth(evaluate(operand, event), "the operand of '!'")))
-        case .negate(let operand):
-            switch try evaluate(operand, event) {
-            case .null: return .null
-            case .int(let value):
-                guard value != .min else { throw EvaluationError("integer overflow in '-'") }
-                return .int(-value)
-            case .double(let value): return .double(-value)
-            case let other: throw EvaluationError("cannot negate \(describe(other))")
-            }
-        case .arithmetic(let op, let left, let right):
-            return try arithmetic(op, evaluate(left, event), evaluate(right, event))
-        case .compare(let op, let left, let right):
-            return .bool(compare(op, try evaluate(left, event), try evaluate(right, event)))
-        case .contains(let item, let list):
-            let value = try evaluate(item, event)
-            switch try evaluate(list, event) {
-            case .array(let items): return .bool(items.contains { equal(value, $0) })
-            case .null: return .bool(false)
-            case let other: throw EvaluationError("'in' needs a list on its right, found \(describe(other))")
-            }
-        case .coalesce(let left, let right):
-            let value = try evaluate(left, event)
-            return value == .null ? try evaluate(right, event) : value
-        case .and(let left, let right):
-            guard try truth(evaluate(left, event), "the left side of '&&'") else { return .bool(false) }
-            return .bool(try truth(evaluate(right, event), "the right side of '&&'"))
-        case .or(let left, let right):
-            if try truth(evaluate(left, event), "the left side of '||'") { return .bool(true) }
-            return .bool(try truth(evaluate(right, event), "the right side of '||'"))
-        case .conditional(let condition, let then, let otherwise):
-            return try truth(evaluate(condition, event), "the condition of '?:'")
-                ? try evaluate(then, event) : try evaluate(otherwise, event)
-        case .exists(let steps):
-            return .bool(event.lookup(steps) != nil)
-        case .matches(let subject, let pattern):
-            switch try evaluate(subject, event) {
-            case .null: return .null
-            case .string(let text): return .bool((try? pattern.regex.firstMatch(in: text)) != nil)
-            case let other: throw EvaluationError("'matches' needs a string, found \(describe(other))")
-            }
-        case .call(let function, let arguments):
-            return try Functions.call(
-                function, try arguments.map { (argument) throws(EvaluationError) in try evaluate(argument, event) })
+    static func negate(_ value: JSONValue) throws(EvaluationError) -> JSONValue {
+        switch value {
+        case .null: return .null
+        case .int(let value):
+            guard value != .min else { throw EvaluationError("integer overflow in '-'") }
+            return .int(-value)
+        case .double(let value): return .double(-value)
+        case let other: throw EvaluationError("cannot negate \(describe(other))")
+        }
+    }
+
+    /// `item in list`.
+    static func contains(_ item: JSONValue, in list: JSONValue) throws(EvaluationError) -> JSONValue {
+        switch list {
+        case .array(let items): return .bool(items.contains { equal(item, $0) })
+        case .null: return .bool(false)
+        case let other: throw EvaluationError("'in' needs a list on its right, found \(describe(other))")
+        }
+    }
+
+    static func matches(_ subject: JSONValue, _ pattern: CompiledPattern) throws(EvaluationError) -> JSONValue {
+        switch subject {
+        case .null: return .null
+        case .string(let text): return .bool((try? pattern.regex.firstMatch(in: text)) != nil)
+        case let other: throw EvaluationError("'matches' needs a string, found \(describe(other))")
         }
     }
 

@@ -50,20 +50,22 @@ public struct Template: Sendable {
 
     /// Appends the rendered text for `event` to `output`.
     public func render(_ event: JSONValue, to output: inout [UInt8]) throws(EvaluationError) {
-        try render(fields: event, to: &output)
+        try render(to: &output) { (expression) throws(EvaluationError) in try expression.evaluate(event) }
     }
 
     /// Appends the rendered text for `event` to `output`, reading its fields from its text when it still has one.
     public func render(_ event: Event, to output: inout [UInt8]) throws(EvaluationError) {
-        try render(fields: event, to: &output)
+        try render(to: &output) { (expression) throws(EvaluationError) in try expression.evaluate(event) }
     }
 
-    private func render<Source: FieldSource>(fields event: Source, to output: inout [UInt8]) throws(EvaluationError) {
+    private func render(
+        to output: inout [UInt8], _ evaluate: (Expression) throws(EvaluationError) -> JSONValue
+    ) throws(EvaluationError) {
         for part in parts {
             switch part {
             case .text(let text): output.append(contentsOf: text.utf8)
             case .expression(let expression):
-                let value = try Evaluator.evaluate(expression.root, event)
+                let value = try evaluate(expression)
                 if case .string(let text) = value {
                     output.append(contentsOf: text.utf8)
                 } else {

@@ -48,6 +48,10 @@ struct AggregateTransform: Transform {
     var timeLocator: FieldLocator?
     var groupLocator: FieldLocator?
     var argumentLocators: [FieldLocator?]
+    /// The states of the other group and argument expressions and of the time field.
+    var groupStates: [ExpressionState]
+    var argumentStates: [ExpressionState]
+    var timeState: ExpressionState?
     var errors: EvaluationErrorLog
     var lateReports = RateLimitedReporter()
 
@@ -111,6 +115,9 @@ struct AggregateTransform: Transform {
         }
         groupLocator = config.groupBy.count == 1 ? FieldLocator(config.groupBy[0].expression.pathSteps) : nil
         argumentLocators = arguments.map { FieldLocator($0.pathSteps) }
+        groupStates = groupExpressions.map { $0.makeState() }
+        argumentStates = arguments.map { $0.makeState() }
+        timeState = timeField?.makeState()
         values = Array(repeating: .null, count: arguments.count)
         errors = EvaluationErrorLog(componentID: context.id, log: context.log)
     }
@@ -165,13 +172,13 @@ struct AggregateTransform: Transform {
             if groupLocator != nil {
                 key = .one(event.lookup(&groupLocator!) ?? .null)
             } else {
-                key = try EventKey(event, groupExpressions)
+                key = try EventKey(event, groupExpressions, &groupStates)
             }
             for index in arguments.indices {
                 if argumentLocators[index] != nil {
                     values[index] = event.lookup(&argumentLocators[index]!) ?? .null
                 } else {
-                    values[index] = try arguments[index].evaluate(event)
+                    values[index] = try arguments[index].evaluate(event, &argumentStates[index])
                 }
             }
             try checkNumbers()
@@ -224,7 +231,7 @@ struct AggregateTransform: Transform {
         // The common case, an RFC 3339 string or epoch milliseconds in the event's text, without making a value.
         if timeLocator != nil, let millis = event.epochMillis(&timeLocator!) { return millis }
         guard let field = timeField else { return max(now, watermark) }
-        switch try field.evaluate(event) {
+        switch try field.evaluate(event, &timeState!) {
         case .int(let millis): return millis
         case .double(let millis) where millis.isFinite && abs(millis) < 9e15: return Int64(millis.rounded(.down))
         case .string(let text):

@@ -5,7 +5,7 @@ internal import SluiceCore
 struct MapTransform: Transform {
     let config: MapTransformConfig
     var errors: EvaluationErrorLog
-    /// Where each `set` expression's fields were in the last event.
+    /// Each `set` expression's registers, and where its fields were in the last event.
     var states: [ExpressionState]
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
@@ -53,9 +53,9 @@ struct MapTransform: Transform {
                 return false
             }
         }
-        for (target, expression) in config.set {
+        for (index, (target, expression)) in config.set.enumerated() {
             do {
-                try target.set(try expression.evaluate(value), in: &value)
+                try target.set(try expression.evaluate(value, &states[index]), in: &value)
             } catch {
                 errors.report(error, in: expression.source)
                 return false

@@ -12,6 +12,8 @@ struct RouteTransform: Transform {
     var states: [ExpressionState]
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
+        // A local copy, so that reading a condition while `states` changes copies nothing per event.
+        let routes = routes
         var outputs = [[Event]](repeating: [], count: routes.count + 1)
         for event in events {
             var matched = false

@@ -14,15 +14,15 @@ enum EventKey: Hashable, Sendable {
         }
     }
 
-    /// The key of `event` under `expressions`.
-    init(_ event: Event, _ expressions: [Expression]) throws(EvaluationError) {
+    /// The key of `event` under `expressions`, evaluated with their `states`.
+    init(_ event: Event, _ expressions: [Expression], _ states: inout [ExpressionState]) throws(EvaluationError) {
         switch expressions.count {
         case 0: self = .many([])
-        case 1: self = .one(try expressions[0].evaluate(event))
+        case 1: self = .one(try expressions[0].evaluate(event, &states[0]))
         default:
             var values: [JSONValue] = []
             values.reserveCapacity(expressions.count)
-            for expression in expressions { values.append(try expression.evaluate(event)) }
+            for index in expressions.indices { values.append(try expressions[index].evaluate(event, &states[index])) }
             self = .many(values)
         }
     }

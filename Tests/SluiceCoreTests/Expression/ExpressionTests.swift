@@ -54,6 +54,18 @@ struct ExpressionTests {
         (".temperature > 30 && .battery > 0.1", "true"), (".temperature > 40 || .count == 7", "true"),
         ("false && .name * 2", "false"), ("true || .name * 2", "true"), (".nothing && true", "false"),
         ("!(.count > 5)", "false"), ("1 < 2 && 2 < 3 || false", "true"),
+        ("true && .count", "error: the right side of '&&' must be true, false or null, found an integer"),
+        (".count || true", "error: the left side of '||' must be true, false or null, found an integer"),
+        ("false || .name", "error: the right side of '||' must be true, false or null, found a string"),
+        (".count ?? .name * 2", "7"), (".flag ? 1 : .name * 2", "1"),
+        (
+            "!.flag ? 1 : .name * 2",
+            "error: cannot multiply a string and an integer"
+        ),
+        (
+            "[.count, .count ?? 0, .flag && .count > 1]",
+            "[7,7,true]"
+        ),
         (".count && true", "error: the left side of '&&' must be true, false or null, found an integer"),
         ("!.name", "error: the operand of '!' must be true, false or null, found a string"),
         // Conditional
