@@ -1,4 +1,4 @@
-internal import SluiceCore
+package import SluiceCore
 internal import SluiceSinks
 internal import SluiceSources
 internal import SluiceTransforms
@@ -16,7 +16,7 @@ public enum SluiceCommand {
 
     /// Every component type Sluice knows, with standard input and output given to the `stdin` source and the
     /// `stdout` sink.
-    static func catalog(standardOutput: OutputWriter) -> ComponentCatalog {
+    package static func catalog(standardOutput: OutputWriter) -> ComponentCatalog {
         ComponentCatalog(
             SourceCatalog.all(standardInput: 0) + TransformCatalog.all + SinkCatalog.all(standardOutput: standardOutput)
         )
@@ -24,7 +24,7 @@ public enum SluiceCommand {
 
     /// The writer for standard output: `stdout` sinks and metrics written to stdout share it, so their chunks never
     /// interleave.
-    static let standardOutput = OutputWriter(fileDescriptor: 1, label: "stdout")
+    package static let standardOutput: OutputWriter = OutputWriter(fileDescriptor: 1, label: "stdout")
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code, once everything
     /// written to standard error has been written.

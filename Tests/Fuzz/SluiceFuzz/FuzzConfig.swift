@@ -10,7 +10,8 @@ private let secret = "fuzz-env-secret-7f3a"
 /// error must carry a message, and a value from `${SECRET}` must never appear in a message.
 func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
-    let loader = PipelineLoader(catalog: SluiceCommand.catalog, environment: ["SECRET": secret])
+    let loader = PipelineLoader(
+        catalog: SluiceCommand.catalog(standardOutput: SluiceCommand.standardOutput), environment: ["SECRET": secret])
     let result = loader.load(text)
     let errors = result.diagnostics.filter { $0.severity == .error }
     precondition(result.definition != nil || !errors.isEmpty, "no pipeline and no error for: \(text)")
