@@ -22,12 +22,18 @@ let package = Package(
             providers: [.apt(["libwebsockets-dev"])]
         ),
         .target(name: "SluiceWebSocket", dependencies: ["CLibWebSockets", "SluiceSync"]),
+        .systemLibrary(
+            name: "CLibPCRE2",
+            pkgConfig: "libpcre2-8",
+            providers: [.apt(["libpcre2-dev"])]
+        ),
+        .target(name: "SluiceRegex", dependencies: ["CLibPCRE2"]),
 
         // MARK: - Core, components, command line
 
         // `Mutex.locked` and hand-off annotations: what ThreadSanitizer cannot see of Mutex and continuations.
         .target(name: "SluiceSync"),
-        .target(name: "SluiceCore", dependencies: ["SluiceYAML", "SluiceSync"]),
+        .target(name: "SluiceCore", dependencies: ["SluiceYAML", "SluiceSync", "SluiceRegex"]),
         // The `websocket_server` options shared by the sink and the source, and their mapping onto the wrapper.
         .target(name: "SluiceWebSocketListener", dependencies: ["SluiceCore", "SluiceWebSocket"]),
         .target(
@@ -45,6 +51,7 @@ let package = Package(
 
         .target(name: "SluiceTesting", dependencies: ["SluiceCore", "SluiceSync"]),
         .testTarget(name: "SluiceYAMLTests", dependencies: ["SluiceYAML"]),
+        .testTarget(name: "SluiceRegexTests", dependencies: ["SluiceRegex"]),
         .testTarget(name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting"]),
         .testTarget(
             name: "SluiceComponentsTests",

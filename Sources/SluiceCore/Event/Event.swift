@@ -92,6 +92,29 @@ public struct Event: Sendable {
         }
     }
 
+    /// Appends the string at `steps` as UTF-8 (not as JSON) to `output`: straight from the event's text when it
+    /// has no escapes, so a text sink writes a line without making a string. False, appending nothing, when the
+    /// value is missing or not a string.
+    package func appendString(at steps: [PathStep], to output: inout [UInt8]) -> Bool {
+        if !text.isEmpty {
+            let copied = text.withUnsafeBufferPointer { text -> Bool in
+                guard
+                    case .found(let range) = CanonicalJSON.find(
+                        steps, in: text, topLevelKeys: topLevelKeys, flat: textIsFlat),
+                    range.count >= 2, text[range.lowerBound] == UInt8(ascii: "\""),
+                    !text[range].contains(UInt8(ascii: "\\"))
+                else { return false }
+                output.append(
+                    contentsOf: UnsafeBufferPointer(rebasing: text[(range.lowerBound + 1)..<(range.upperBound - 1)]))
+                return true
+            }
+            if copied { return true }
+        }
+        guard case .string(let string)? = lookup(steps) else { return false }
+        output.append(contentsOf: string.utf8)
+        return true
+    }
+
     /// The value a field's text writes, with the commonest numbers and strings read without a JSON reader.
     static func value(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
         CanonicalJSON.integer(text) ?? CanonicalJSON.decimal(text) ?? CanonicalJSON.plainString(text)

@@ -19,24 +19,25 @@ public enum EventDecoding: String, ConfigChoice {
             }
             return Event(try JSONReader.parse(bytes), ingestNanos: ingestNanos)
         case .text:
+            var line = bytes
+            if line.last == UInt8(ascii: "\r") { line = UnsafeBufferPointer(rebasing: line.dropLast()) }
             var text: [UInt8] = []
-            text.reserveCapacity(bytes.count + 16)
+            text.reserveCapacity(line.count + 14)
             text.append(contentsOf: #"{"message":"#.utf8)
-            JSONWriter.writeString(Self.message(bytes), to: &text)
+            if JSONWriter.isASCII(line) {
+                JSONWriter.writeString(utf8: line, to: &text)
+            } else {
+                // Invalid UTF-8 is replaced with U+FFFD.
+                JSONWriter.writeString(String(decoding: line, as: UTF8.self), to: &text)
+            }
             text.append(UInt8(ascii: "}"))
-            // One string field: flat unless the writer had to escape something in it.
+            // One string field: flat unless the writer had to escape something in it (or replace bad UTF-8), which
+            // only ever lengthens it.
             return Event(
-                canonicalJSON: text, topLevelKeys: Self.messageKey, isFlat: !text.contains(UInt8(ascii: "\\")),
+                canonicalJSON: text, topLevelKeys: Self.messageKey, isFlat: text.count == line.count + 14,
                 ingestNanos: ingestNanos)
         }
     }
 
     private static let messageKey = KeySignature(keys: ["message"])
-
-    /// A line's text: without a carriage return before its end, invalid UTF-8 replaced.
-    private static func message(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
-        var text = bytes
-        if text.last == UInt8(ascii: "\r") { text = UnsafeBufferPointer(rebasing: text.dropLast()) }
-        return String(decoding: text, as: UTF8.self)
-    }
 }

@@ -50,6 +50,24 @@ extension Event {
         return unsupported ? lookup(locator.steps) : value
     }
 
+    /// Calls `body` with the UTF-8 bytes of the string field `locator` names, straight from the event's text, when
+    /// it is a string written without escapes; `nil` otherwise (missing, another type, escaped, or a parsed event),
+    /// and the caller reads the field's value instead.
+    package func withPlainString<Result>(
+        _ locator: inout FieldLocator, _ body: (UnsafeRawBufferPointer) -> Result
+    ) -> Result? {
+        guard isText, locator.isPlain else { return nil }
+        return withText { text, keys, flat -> Result? in
+            guard case .found(let range) = CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat),
+                range.count >= 2, text[range.lowerBound] == UInt8(ascii: "\""),
+                flat || !text[range].contains(UInt8(ascii: "\\"))
+            else { return nil }
+            return body(
+                UnsafeRawBufferPointer(
+                    UnsafeBufferPointer(rebasing: text[(range.lowerBound + 1)..<(range.upperBound - 1)])))
+        } ?? nil
+    }
+
     /// Appends the JSON text of the field `locator` names (`null` when it is missing) to `bytes`, straight from the
     /// event's text; false, appending nothing, for a parsed event or a name text cannot hold as it is.
     package func appendValueText(_ locator: inout FieldLocator, to bytes: inout [UInt8]) -> Bool {

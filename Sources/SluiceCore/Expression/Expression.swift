@@ -1,3 +1,5 @@
+internal import SluiceRegex
+
 #if canImport(Glibc)
     internal import Glibc
 #endif
@@ -148,12 +150,21 @@ enum Evaluator {
         }
     }
 
-    static func matches(_ subject: JSONValue, _ pattern: CompiledPattern) throws(EvaluationError) -> JSONValue {
+    static func matches(_ subject: JSONValue, _ matcher: RegexMatcher) throws(EvaluationError) -> JSONValue {
         switch subject {
         case .null: return .null
-        case .string(let text): return .bool((try? pattern.regex.firstMatch(in: text)) != nil)
+        case .string(let text):
+            do {
+                return .bool(try matcher.matches(text))
+            } catch {
+                throw gaveUp(error)
+            }
         case let other: throw EvaluationError("'matches' needs a string, found \(describe(other))")
         }
+    }
+
+    static func gaveUp(_ error: RegexMatchError) -> EvaluationError {
+        EvaluationError("'matches' gave up on this value: \(error.message)")
     }
 
     /// The value at `steps`, or `nil` when a key is missing or an index out of range.

@@ -1,3 +1,5 @@
+internal import SluiceRegex
+
 /// Turns expression text into an ``ExpressionNode`` tree, by precedence climbing over Swift's operator order:
 /// unary `!` `-`; `*` `/` `%`; `+` `-`; `??`; comparisons and `in`; `&&`; `||`; `?:`.
 struct ExpressionParser {
@@ -214,9 +216,11 @@ struct ExpressionParser {
                 throw ExpressionError("the pattern of 'matches' must be a string literal", at: argumentStarts[1])
             }
             do {
-                return .matches(arguments[0], CompiledPattern(source: pattern, regex: try Regex(pattern)))
+                return .matches(arguments[0], try RegexPattern(pattern))
             } catch {
-                throw ExpressionError("invalid regular expression \"\(pattern)\"", at: argumentStarts[1])
+                throw ExpressionError(
+                    "invalid regular expression: \(error.message)", at: argumentStarts[1],
+                    note: "at byte \(error.byteOffset) of the pattern (PCRE2 syntax)")
             }
         default:
             return .call(function, arguments)

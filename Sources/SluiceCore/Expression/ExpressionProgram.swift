@@ -1,3 +1,5 @@
+internal import SluiceRegex
+
 /// An expression compiled to a flat list of instructions over numbered registers, run once per event.
 ///
 /// Walking the tree cost a retain and a release of every node it passed (an indirect enum's payload is a shared
@@ -57,6 +59,11 @@ final class ExpressionProgram: Sendable {
         /// A function of the operands `operandLists[first..<first + count]`.
         case call(ExpressionFunction, into: Int, first: Int, count: Int)
         case matches(into: Int, Operand, pattern: Int)
+        /// `matches` on a top-level field, on its bytes in the event's text where it can.
+        case matchesField(into: Int, slot: Int, pattern: Int)
+        /// `contains`, `starts_with` or `ends_with` of a top-level field and a literal string, on the field's bytes
+        /// in the event's text where it can.
+        case fieldTest(ExpressionFunction, into: Int, slot: Int, literal: Int)
     }
 
     let instructions: [Instruction]
@@ -65,7 +72,7 @@ final class ExpressionProgram: Sendable {
     let registerCount: Int
     let constants: [JSONValue]
     let paths: [[PathStep]]
-    let patterns: [CompiledPattern]
+    let patterns: [RegexPattern]
     let operandLists: [Operand]
     /// The top-level field names, by slot.
     let fieldNames: [String]
@@ -84,7 +91,8 @@ final class ExpressionProgram: Sendable {
         fieldNames = compiler.fieldNames
         initialState = ExpressionState(
             locators: fieldNames.map(FieldLocator.init),
-            registers: Array(repeating: .null, count: registerCount))
+            registers: Array(repeating: .null, count: registerCount),
+            matchers: Array(repeating: nil, count: patterns.count))
     }
 }
 
@@ -96,7 +104,7 @@ extension ExpressionProgram {
         var registerCount = 0
         var constants: [JSONValue] = []
         var paths: [[PathStep]] = []
-        var patterns: [CompiledPattern] = []
+        var patterns: [RegexPattern] = []
         var operandLists: [Operand] = []
         var fieldNames: [String] = []
 
@@ -108,6 +116,17 @@ extension ExpressionProgram {
         mutating func constant(_ value: JSONValue) -> Operand {
             constants.append(value)
             return .constant(constants.count - 1)
+        }
+
+        /// For `contains`, `starts_with` and `ends_with` of a top-level field and a string literal: the field's
+        /// slot and the literal's constant.
+        mutating func fieldAndLiteral(_ function: ExpressionFunction, _ arguments: [ExpressionNode]) -> (Int, Int)? {
+            guard [.contains, .starts_with, .ends_with].contains(function), arguments.count == 2,
+                case .path(let steps) = arguments[0], steps.count == 1, case .key(let name) = steps[0],
+                case .literal(.string) = arguments[1]
+            else { return nil }
+            constants.append(arguments[1].literalValue!)
+            return (slot(name), constants.count - 1)
         }
 
         mutating func slot(_ name: String) -> Int {
@@ -182,11 +201,18 @@ extension ExpressionProgram {
                 let (value, items) = (compile(item), compile(list))
                 return emit { .contains(into: $0, value, list: items) }
             case .matches(let subject, let pattern):
-                let value = compile(subject)
                 patterns.append(pattern)
                 let index = patterns.count - 1
+                if case .path(let steps) = subject, steps.count == 1, case .key(let name) = steps[0] {
+                    let slot = slot(name)
+                    return emit { .matchesField(into: $0, slot: slot, pattern: index) }
+                }
+                let value = compile(subject)
                 return emit { .matches(into: $0, value, pattern: index) }
             case .call(let function, let arguments):
+                if let (slot, part) = fieldAndLiteral(function, arguments) {
+                    return emit { .fieldTest(function, into: $0, slot: slot, literal: part) }
+                }
                 let first = list(arguments)
                 return emit { .call(function, into: $0, first: first, count: arguments.count) }
             case .and(let left, let right):
@@ -244,6 +270,8 @@ protocol FieldSource {
     /// The top-level field `locator` names.
     func field(_ locator: inout FieldLocator) -> JSONValue?
     func lookup(_ steps: [PathStep]) -> JSONValue?
+    /// See ``Event/withPlainString(_:_:)``.
+    func withPlainString<Result>(_ locator: inout FieldLocator, _ body: (UnsafeRawBufferPointer) -> Result) -> Result?
 }
 
 extension JSONValue: FieldSource {
@@ -251,6 +279,10 @@ extension JSONValue: FieldSource {
         guard case .object(let object) = self else { return nil }
         return object[locator.name]
     }
+
+    func withPlainString<Result>(_ locator: inout FieldLocator, _ body: (UnsafeRawBufferPointer) -> Result)
+        -> Result?
+    { nil }
 
     func lookup(_ steps: [PathStep]) -> JSONValue? { Evaluator.lookup(steps, in: self) }
 }
@@ -264,7 +296,16 @@ extension ExpressionProgram {
     func run<Source: FieldSource>(_ source: Source, _ state: inout ExpressionState) throws(EvaluationError)
         -> JSONValue
     {
-        // Registers keep their last values between runs: each is written before it is read in every run.
+        // Registers keep their last values between runs: each is written before it is read in every run. The tables
+        // are read through locals: one retain a run, where reading a class's arrays retains them at every access.
+        let instructions = instructions
+        let constants = constants
+        func read(_ operand: Operand) -> JSONValue {
+            switch operand {
+            case .register(let index): state.registers[index]
+            case .constant(let index): constants[index]
+            }
+        }
         var pc = 0
         while pc < instructions.count {
             switch instructions[pc] {
@@ -277,52 +318,78 @@ extension ExpressionProgram {
             case .pathExists(let into, let path):
                 state.registers[into] = .bool(source.lookup(paths[path]) != nil)
             case .array(let into, let first, let count):
-                state.registers[into] = .array((first..<first + count).map { value(operandLists[$0], state) })
+                state.registers[into] = .array((first..<first + count).map { read(operandLists[$0]) })
             case .not(let into, let operand):
                 state.registers[into] = .bool(
-                    !(try Evaluator.truth(value(operand, state), TruthRole.notOperand.description)))
+                    !(try Evaluator.truth(read(operand), TruthRole.notOperand.description)))
             case .negate(let into, let operand):
-                state.registers[into] = try Evaluator.negate(value(operand, state))
+                state.registers[into] = try Evaluator.negate(read(operand))
             case .arithmetic(let op, let into, let left, let right):
-                state.registers[into] = try Evaluator.arithmetic(op, value(left, state), value(right, state))
+                state.registers[into] = try Evaluator.arithmetic(op, read(left), read(right))
             case .compare(let op, let into, let left, let right):
-                state.registers[into] = .bool(Evaluator.compare(op, value(left, state), value(right, state)))
+                state.registers[into] = .bool(Evaluator.compare(op, read(left), read(right)))
             case .contains(let into, let item, let list):
-                state.registers[into] = try Evaluator.contains(value(item, state), in: value(list, state))
+                state.registers[into] = try Evaluator.contains(read(item), in: read(list))
             case .truth(let into, let operand, let role):
-                state.registers[into] = .bool(try Evaluator.truth(value(operand, state), role.description))
+                state.registers[into] = .bool(try Evaluator.truth(read(operand), role.description))
             case .move(let into, let operand):
-                state.registers[into] = value(operand, state)
+                state.registers[into] = read(operand)
             case .jump(let target):
                 pc = target
                 continue
             case .branch(let operand, let role, let jumpWhen, let target):
-                if try Evaluator.truth(value(operand, state), role.description) == jumpWhen {
+                if try Evaluator.truth(read(operand), role.description) == jumpWhen {
                     pc = target
                     continue
                 }
             case .jumpUnlessNull(let operand, let target):
-                if value(operand, state) != .null {
+                if read(operand) != .null {
                     pc = target
                     continue
                 }
+            case .fieldTest(let function, let into, let slot, let literal):
+                let found = source.withPlainString(&state.locators[slot]) { bytes in
+                    guard case .string(let part) = constants[literal] else { return false }
+                    return StringBytes.test(function, bytes, part)
+                }
+                if let found {
+                    state.registers[into] = .bool(found)
+                } else {
+                    state.arguments.removeAll(keepingCapacity: true)
+                    state.arguments.append(source.field(&state.locators[slot]) ?? .null)
+                    state.arguments.append(constants[literal])
+                    state.registers[into] = try Functions.call(function, state.arguments)
+                }
             case .call(let function, let into, let first, let count):
                 state.arguments.removeAll(keepingCapacity: true)
-                for index in first..<first + count { state.arguments.append(value(operandLists[index], state)) }
+                for index in first..<first + count { state.arguments.append(read(operandLists[index])) }
                 state.registers[into] = try Functions.call(function, state.arguments)
             case .matches(let into, let subject, let pattern):
-                state.registers[into] = try Evaluator.matches(value(subject, state), patterns[pattern])
+                let matcher = matcher(pattern, &state)
+                state.registers[into] = try Evaluator.matches(read(subject), matcher)
+            case .matchesField(let into, let slot, let pattern):
+                let matcher = matcher(pattern, &state)
+                let outcome = source.withPlainString(&state.locators[slot]) { bytes in
+                    Result { () throws(RegexMatchError) in try matcher.matches(bytes) }
+                }
+                switch outcome {
+                case .success(let found): state.registers[into] = .bool(found)
+                case .failure(let error): throw Evaluator.gaveUp(error)
+                case nil:
+                    state.registers[into] = try Evaluator.matches(
+                        source.field(&state.locators[slot]) ?? .null, matcher)
+                }
             }
             pc += 1
         }
-        return value(result, state)
+        return read(result)
     }
 
-    @inline(__always)
-    private func value(_ operand: Operand, _ state: borrowing ExpressionState) -> JSONValue {
-        switch operand {
-        case .register(let index): state.registers[index]
-        case .constant(let index): constants[index]
-        }
+    /// The state's matcher for pattern `index`, made at its first use.
+    private func matcher(_ index: Int, _ state: inout ExpressionState) -> RegexMatcher {
+        if let matcher = state.matchers[index] { return matcher }
+        let matcher = patterns[index].makeMatcher()
+        state.matchers[index] = matcher
+        return matcher
     }
 }

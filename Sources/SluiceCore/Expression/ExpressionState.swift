@@ -1,3 +1,5 @@
+internal import SluiceRegex
+
 /// What a stage keeps between events to evaluate one expression: the registers of its ``ExpressionProgram``, and a
 /// ``FieldLocator`` for each top-level field it reads, so that each is found where it was in the last event. Made
 /// once per stage with ``Expression/makeState()``; the expression itself stays immutable and shared.
@@ -6,4 +8,7 @@ public struct ExpressionState: Sendable {
     var registers: [JSONValue]
     /// The arguments of the function being called, reused from call to call.
     var arguments: [JSONValue] = []
+    /// The match data of each pattern, made at its first match: a state is copied from the program's fresh one
+    /// before any, so no two stages ever share one.
+    var matchers: [RegexMatcher?]
 }

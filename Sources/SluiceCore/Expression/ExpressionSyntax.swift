@@ -1,3 +1,5 @@
+internal import SluiceRegex
+
 /// A step of a path: an object key or an array index (negative counts from the end).
 public enum PathStep: Sendable, Hashable {
     case key(String)
@@ -20,11 +22,14 @@ indirect enum ExpressionNode: Sendable {
     case conditional(ExpressionNode, then: ExpressionNode, else: ExpressionNode)
     case call(ExpressionFunction, [ExpressionNode])
     case exists([PathStep])
-    case matches(ExpressionNode, CompiledPattern)
+    /// A subject and a pattern compiled (PCRE2, JIT) at load; each stage matches with its own matcher.
+    case matches(ExpressionNode, RegexPattern)
 
-    var isLiteral: Bool {
-        if case .literal = self { return true }
-        return false
+    var isLiteral: Bool { literalValue != nil }
+
+    var literalValue: JSONValue? {
+        if case .literal(let value) = self { return value }
+        return nil
     }
 }
 
@@ -53,13 +58,6 @@ enum ComparisonOperator: String, Sendable {
     case lessOrEqual = "<="
     case greater = ">"
     case greaterOrEqual = ">="
-}
-
-/// A regular expression compiled when the pipeline loads.
-struct CompiledPattern: @unchecked Sendable {
-    // @unchecked: a Regex is immutable once built and only ever read; matching creates its own state per call.
-    let source: String
-    let regex: Regex<AnyRegexOutput>
 }
 
 /// Why an expression did not compile, at a character offset within its text.

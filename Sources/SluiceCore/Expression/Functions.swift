@@ -94,25 +94,23 @@ enum Functions {
                 return .bool(items.contains { Evaluator.equal($0, arguments[1]) })
             }
             guard let text = try stringArgument(0), let part = try stringArgument(1) else { return .null }
-            return .bool(part.isEmpty || text.contains(part))
+            return .bool(text.utf8Contains(part))
         case .starts_with:
             guard let text = try stringArgument(0), let prefix = try stringArgument(1) else { return .null }
-            return .bool(text.hasPrefix(prefix))
+            return .bool(text.utf8HasPrefix(prefix))
         case .ends_with:
             guard let text = try stringArgument(0), let suffix = try stringArgument(1) else { return .null }
-            return .bool(text.hasSuffix(suffix))
+            return .bool(text.utf8HasSuffix(suffix))
         case .replace:
             guard let text = try stringArgument(0), let target = try stringArgument(1),
                 let replacement = try stringArgument(2)
             else { return .null }
             guard !target.isEmpty else { return .string(text) }
-            return .string(
-                text.split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement))
+            return .string(text.utf8Replacing(target, with: replacement))
         case .split:
             guard let text = try stringArgument(0), let separator = try stringArgument(1) else { return .null }
             guard !separator.isEmpty else { return .array(text.map { .string(String($0)) }) }
-            return .array(
-                text.split(separator: separator, omittingEmptySubsequences: false).map { .string(String($0)) })
+            return .array(text.utf8Split(separator).map { .string($0) })
         case .join:
             guard case .array(let items) = arguments[0] else {
                 if arguments[0] == .null { return .null }
@@ -210,7 +208,24 @@ public enum Geo {
 }
 
 extension String {
+    /// The string without whitespace (Unicode's) at either end. ASCII ends are trimmed as bytes; only an end that
+    /// is not ASCII takes the character-by-character way.
     var trimmingSpaces: String {
-        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        var text = self
+        let trimmed = text.withUTF8 { bytes -> String? in
+            func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+            var start = 0
+            var end = bytes.count
+            while start < end, isSpace(bytes[start]) { start += 1 }
+            while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+            guard start == end || (bytes[start] < 0x80 && bytes[end - 1] < 0x80) else { return nil }
+            if start == 0, end == bytes.count { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+        }
+        if let trimmed { return trimmed }
+        guard let first = unicodeScalars.first, let last = unicodeScalars.last,
+            first.properties.isWhitespace || last.properties.isWhitespace
+        else { return self }
+        return String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 }

@@ -40,11 +40,20 @@ public enum JSONWriter {
 
     /// Appends `string` as a quoted, escaped JSON string.
     public static func writeString(_ string: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
         var string = string
-        string.withUTF8 { bytes in
+        string.withUTF8 { writeString(utf8: $0, to: &output) }
+    }
+
+    /// Writes valid UTF-8 `bytes` as a JSON string, escaping what JSON requires.
+    static func writeString(utf8 bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        if needsNoEscape(bytes) {
+            output.append(contentsOf: bytes)
+        } else {
             var clean = 0
-            for (position, byte) in bytes.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+            for position in bytes.indices {
+                let byte = bytes[position]
+                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
                 output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean..<position]))
                 appendEscape(byte, to: &output)
                 clean = position + 1
@@ -52,6 +61,35 @@ public enum JSONWriter {
             output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean...]))
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    /// True when `bytes` is ASCII (so valid UTF-8), tested eight bytes at a time.
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let raw = UnsafeRawBufferPointer(bytes)
+        var offset = 0
+        var seen: UInt64 = 0
+        while raw.count - offset >= 8 {
+            seen |= raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        while offset < raw.count {
+            seen |= UInt64(raw[offset])
+            offset += 1
+        }
+        return seen & 0x8080_8080_8080_8080 == 0
+    }
+
+    /// True when no byte of `bytes` needs an escape in a JSON string (a control character, `"` or `\\`).
+    static func needsNoEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard var position = bytes.baseAddress else { return true }
+        let end = position + bytes.count
+        while true {
+            // Stops at the next byte that needs an escape, or is not ASCII (which needs none).
+            position = PlainBytes.skip(from: position, to: end)
+            if position == end { return true }
+            if position.pointee < 0x80 { return false }
+            position += 1
+        }
     }
 
     private static func appendEscape(_ byte: UInt8, to output: inout [UInt8]) {

@@ -53,8 +53,7 @@ public struct LineFormat: Sendable {
                     output.removeLast(output.count - start)
                     throw error
                 }
-            } else if case .string(let message)? = event.lookup(Self.messagePath) {
-                output.append(contentsOf: message.utf8)
+            } else if event.appendString(at: Self.messagePath, to: &output) {
             } else {
                 event.writeJSON(to: &output)
             }

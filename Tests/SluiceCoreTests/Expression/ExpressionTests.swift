@@ -8,7 +8,7 @@ struct ExpressionTests {
         {"temperature": 31.5, "battery": 0.4, "count": 7, "name": "Sensor-A", "tags": ["a", "b", "c"],
          "location": {"lat": 52.52, "lon": 13.405}, "readings": [10, 20, 30], "empty": "", "nothing": null,
          "key with spaces": 1, "flag": true, "big": 9223372036854775807, "ts": "2026-11-30T12:00:00.123Z",
-         "msg": "  padded  "}
+         "msg": "  padded  ", "quoted": "say \"hi\""}
         """#
 
     static let cases: [(String, String)] = [
@@ -87,7 +87,12 @@ struct ExpressionTests {
         ("length(.nothing)", "null"), ("lower(.name)", #""sensor-a""#), ("upper(.name)", #""SENSOR-A""#),
         ("trim(.msg)", #""padded""#), ("contains(.name, \"sor\")", "true"), ("contains(.name, \"xyz\")", "false"),
         ("contains(.tags, \"c\")", "true"), ("starts_with(.name, \"Sen\")", "true"),
-        ("ends_with(.name, \"-A\")", "true"),
+        ("ends_with(.name, \"-A\")", "true"), ("ends_with(.name, \"\")", "true"),
+        ("starts_with(.nothing, \"x\")", "null"),
+        ("contains(.count, \"7\")", "error: 'contains' needs a string, found an integer"),
+        ("contains(.quoted, \"\\\"hi\")", "true"), ("matches(.quoted, \"\\\"hi\\\"$\")", "true"),
+        ("ends_with(.quoted, \"hi\\\"\")", "true"), ("contains(\"café\", \"é\")", "true"),
+        ("trim(\"\\u2003 x\\t\")", #""x""#), ("trim(\" é \")", #""é""#),
         ("replace(.name, \"-\", \"_\")", #""Sensor_A""#), ("split(\"a,b,,c\", \",\")", #"["a","b","","c"]"#),
         ("join(.tags, \"+\")", #""a+b+c""#), ("join([1, \"x\", null], \"/\")", #""1/x/null""#),
         ("matches(.name, \"^Sen[a-z]+-[A-Z]$\")", "true"), ("matches(.name, \"^x\")", "false"),
@@ -176,7 +181,10 @@ struct ExpressionTests {
         (".a[x]", "expected an integer index, found 'x'", 3, nil),
         ("1 < 2 < 3", "comparisons cannot be chained", 6, "join them with && instead"),
         ("matches(.a, .b)", "the pattern of 'matches' must be a string literal", 12, nil),
-        ("matches(.a, \"[\")", "invalid regular expression \"[\"", 12, nil),
+        (
+            "matches(.a, \"[\")", "invalid regular expression: missing terminating ] for character class", 12,
+            "at byte 1 of the pattern (PCRE2 syntax)"
+        ),
         ("exists(1)", "'exists' needs a path such as .field", 7, nil),
         ("\"a\" * 2", "cannot multiply a string and an integer", 0, "this part of the expression is always an error"),
         ("1 / 0 > .a", "division by zero", 0, "this part of the expression is always an error"),

@@ -195,18 +195,30 @@ struct CanonicalJSONTests {
         for key in ["a", "b", "c", "d"] { #expect(growing.lookup([.key(key)]) == growing.value[key], "\(key)") }
     }
 
-    /// Text lines become `{"message": ...}` text; its field reads back, flat or not (quotes and backslashes).
+    /// Text lines become `{"message": ...}` text, exactly what the writer writes for that value; its field reads
+    /// back, flat or not (quotes, backslashes, control characters, invalid UTF-8 replaced).
     @Test func textLinesReadBackTheirMessage() throws {
         var scanner = CanonicalJSONScanner()
-        for line in ["plain ERROR line", #"with "quotes" and \ backslash"#, "tab\there\r", "é and 🎉", ""] {
-            let bytes = Array(line.utf8)
+        let lines: [([UInt8], String)] =
+            [
+                "plain ERROR line", #"with "quotes" and \ backslash"#, "tab\there\r", "é and 🎉", "",
+                "a longer line with a \"quote\" well past the first eight bytes", "control \u{01} and \u{1F} bytes",
+            ].map { (Array($0.utf8), String($0.hasSuffix("\r") ? $0.dropLast() : Substring($0))) }
+            + [([0x61, 0xFF, 0x62, 0xC3], "a\u{FFFD}b\u{FFFD}")]
+        for (bytes, expected) in lines {
             var event = try bytes.withUnsafeBufferPointer {
                 try EventDecoding.text.decodeEvent($0, scanner: &scanner, ingestNanos: 0)
             }
-            let expected = String(line.hasSuffix("\r") ? line.dropLast() : Substring(line))
             #expect(event.isText)
-            #expect(event.lookup([.key("message")]) == .string(expected), "\(line)")
+            var written: [UInt8] = []
+            event.writeJSON(to: &written)
+            #expect(String(decoding: written, as: UTF8.self) == JSONWriter.string(["message": .string(expected)]))
+            #expect(event.lookup([.key("message")]) == .string(expected), "\(expected)")
+            var message: [UInt8] = []
+            #expect(event.appendString(at: [.key("message")], to: &message))
+            #expect(String(decoding: message, as: UTF8.self) == expected)
             #expect(event.lookup([.key("other")]) == nil)
+            #expect(!event.appendString(at: [.key("other")], to: &message))
             try event.set(try #require(EventPath("level")), to: "error")
             #expect(event.value == ["message": .string(expected), "level": "error"])
         }
