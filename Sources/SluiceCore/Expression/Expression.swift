@@ -98,7 +98,8 @@ private enum Folder {
         case .call(let function, let arguments):
             folded = .call(function, try arguments.map { (argument) throws(EvaluationError) in try fold(argument) })
             guard function.isPure else { return folded }
-        case .matches(let subject, let pattern): folded = .matches(try fold(subject), pattern)
+        case .regex(let use, let subject, let pattern): folded = .regex(use, try fold(subject), pattern)
+        case .parseTime(let subject, let format): folded = .parseTime(try fold(subject), format)
         }
         guard folded.childrenAreLiterals else { return folded }
         let program = ExpressionProgram(folded)
@@ -121,7 +122,7 @@ extension ExpressionNode {
         case .conditional(let condition, let then, let otherwise):
             condition.isLiteral && then.isLiteral && otherwise.isLiteral
         case .call(_, let arguments): arguments.allSatisfy(\.isLiteral)
-        case .matches(let subject, _): subject.isLiteral
+        case .regex(_, let subject, _), .parseTime(let subject, _): subject.isLiteral
         }
     }
 }
@@ -150,21 +151,54 @@ enum Evaluator {
         }
     }
 
-    static func matches(_ subject: JSONValue, _ matcher: RegexMatcher) throws(EvaluationError) -> JSONValue {
+    /// `matches` or `parse_regex` of a subject value.
+    static func regex(_ use: RegexUse, _ subject: JSONValue, _ matcher: RegexMatcher) throws(EvaluationError)
+        -> JSONValue
+    {
         switch subject {
         case .null: return .null
-        case .string(let text):
-            do {
-                return .bool(try matcher.matches(text))
-            } catch {
-                throw gaveUp(error)
-            }
-        case let other: throw EvaluationError("'matches' needs a string, found \(describe(other))")
+        case .string(var text):
+            return try text.withUTF8 { bytes in
+                Result { () throws(EvaluationError) in try regex(use, UnsafeRawBufferPointer(bytes), matcher) }
+            }.get()
+        case let other: throw EvaluationError("'\(use.functionName)' needs a string, found \(describe(other))")
         }
     }
 
-    static func gaveUp(_ error: RegexMatchError) -> EvaluationError {
-        EvaluationError("'matches' gave up on this value: \(error.message)")
+    /// `matches` or `parse_regex` of valid UTF-8 bytes: whether the pattern matches, or an object of its named
+    /// groups (strings; null for a group that took no part), an error when it does not match.
+    static func regex(_ use: RegexUse, _ bytes: UnsafeRawBufferPointer, _ matcher: RegexMatcher)
+        throws(EvaluationError) -> JSONValue
+    {
+        let found: Bool
+        do {
+            found = try matcher.matches(bytes)
+        } catch {
+            throw EvaluationError("'\(use.functionName)' gave up on this value: \(error.message)")
+        }
+        guard use == .captures else { return .bool(found) }
+        guard found else { throw EvaluationError("'parse_regex' found no match for its pattern") }
+        var object = JSONObject()
+        for (name, number) in matcher.pattern.namedGroups {
+            guard let range = matcher.group(number) else {
+                object[name] = .null
+                continue
+            }
+            object[name] = .string(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self))
+        }
+        return .object(object)
+    }
+
+    static func parseTime(_ subject: JSONValue, _ format: TimeFormat) throws(EvaluationError) -> JSONValue {
+        switch subject {
+        case .null: return .null
+        case .string(let text):
+            guard let millis = format.parse(text) else {
+                throw EvaluationError("'parse_time' cannot read \"\(text.prefix(40))\" as \"\(format.source)\"")
+            }
+            return .int(millis)
+        case let other: throw EvaluationError("'parse_time' needs a string, found \(describe(other))")
+        }
     }
 
     /// The value at `steps`, or `nil` when a key is missing or an index out of range.

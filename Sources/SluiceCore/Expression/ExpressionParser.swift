@@ -211,16 +211,32 @@ struct ExpressionParser {
                 throw ExpressionError("'exists' needs a path such as .field", at: argumentStarts[0])
             }
             return .exists(steps)
-        case .matches:
+        case .matches, .parse_regex:
             guard case .literal(.string(let pattern)) = arguments[1] else {
-                throw ExpressionError("the pattern of 'matches' must be a string literal", at: argumentStarts[1])
+                throw ExpressionError("the pattern of '\(name)' must be a string literal", at: argumentStarts[1])
             }
+            let compiled: RegexPattern
             do {
-                return .matches(arguments[0], try RegexPattern(pattern))
+                compiled = try RegexPattern(pattern)
             } catch {
                 throw ExpressionError(
                     "invalid regular expression: \(error.message)", at: argumentStarts[1],
                     note: "at byte \(error.byteOffset) of the pattern (PCRE2 syntax)")
+            }
+            if function == .parse_regex, compiled.namedGroups.isEmpty {
+                throw ExpressionError(
+                    "the pattern of 'parse_regex' has no named groups", at: argumentStarts[1],
+                    note: "name what to capture, as in (?<level>[A-Z]+)")
+            }
+            return .regex(function == .matches ? .matches : .captures, arguments[0], compiled)
+        case .parse_time where arguments.count == 2:
+            guard case .literal(.string(let format)) = arguments[1] else {
+                throw ExpressionError("the format of 'parse_time' must be a string literal", at: argumentStarts[1])
+            }
+            do {
+                return .parseTime(arguments[0], try TimeFormat(format))
+            } catch {
+                throw ExpressionError(error.reason, at: argumentStarts[1])
             }
         default:
             return .call(function, arguments)

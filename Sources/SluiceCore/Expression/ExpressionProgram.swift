@@ -58,9 +58,10 @@ final class ExpressionProgram: Sendable {
         case jumpUnlessNull(Operand, to: Int)
         /// A function of the operands `operandLists[first..<first + count]`.
         case call(ExpressionFunction, into: Int, first: Int, count: Int)
-        case matches(into: Int, Operand, pattern: Int)
-        /// `matches` on a top-level field, on its bytes in the event's text where it can.
-        case matchesField(into: Int, slot: Int, pattern: Int)
+        case regex(RegexUse, into: Int, Operand, pattern: Int)
+        /// `matches` or `parse_regex` of a top-level field, on its bytes in the event's text where it can.
+        case regexField(RegexUse, into: Int, slot: Int, pattern: Int)
+        case parseTime(into: Int, Operand, format: Int)
         /// `contains`, `starts_with` or `ends_with` of a top-level field and a literal string, on the field's bytes
         /// in the event's text where it can.
         case fieldTest(ExpressionFunction, into: Int, slot: Int, literal: Int)
@@ -73,6 +74,7 @@ final class ExpressionProgram: Sendable {
     let constants: [JSONValue]
     let paths: [[PathStep]]
     let patterns: [RegexPattern]
+    let timeFormats: [TimeFormat]
     let operandLists: [Operand]
     /// The top-level field names, by slot.
     let fieldNames: [String]
@@ -87,6 +89,7 @@ final class ExpressionProgram: Sendable {
         constants = compiler.constants
         paths = compiler.paths
         patterns = compiler.patterns
+        timeFormats = compiler.timeFormats
         operandLists = compiler.operandLists
         fieldNames = compiler.fieldNames
         initialState = ExpressionState(
@@ -105,6 +108,7 @@ extension ExpressionProgram {
         var constants: [JSONValue] = []
         var paths: [[PathStep]] = []
         var patterns: [RegexPattern] = []
+        var timeFormats: [TimeFormat] = []
         var operandLists: [Operand] = []
         var fieldNames: [String] = []
 
@@ -200,15 +204,20 @@ extension ExpressionProgram {
             case .contains(let item, let list):
                 let (value, items) = (compile(item), compile(list))
                 return emit { .contains(into: $0, value, list: items) }
-            case .matches(let subject, let pattern):
+            case .regex(let use, let subject, let pattern):
                 patterns.append(pattern)
                 let index = patterns.count - 1
                 if case .path(let steps) = subject, steps.count == 1, case .key(let name) = steps[0] {
                     let slot = slot(name)
-                    return emit { .matchesField(into: $0, slot: slot, pattern: index) }
+                    return emit { .regexField(use, into: $0, slot: slot, pattern: index) }
                 }
                 let value = compile(subject)
-                return emit { .matches(into: $0, value, pattern: index) }
+                return emit { .regex(use, into: $0, value, pattern: index) }
+            case .parseTime(let subject, let format):
+                let value = compile(subject)
+                timeFormats.append(format)
+                let index = timeFormats.count - 1
+                return emit { .parseTime(into: $0, value, format: index) }
             case .call(let function, let arguments):
                 if let (slot, part) = fieldAndLiteral(function, arguments) {
                     return emit { .fieldTest(function, into: $0, slot: slot, literal: part) }
@@ -364,21 +373,22 @@ extension ExpressionProgram {
                 state.arguments.removeAll(keepingCapacity: true)
                 for index in first..<first + count { state.arguments.append(read(operandLists[index])) }
                 state.registers[into] = try Functions.call(function, state.arguments)
-            case .matches(let into, let subject, let pattern):
+            case .regex(let use, let into, let subject, let pattern):
                 let matcher = matcher(pattern, &state)
-                state.registers[into] = try Evaluator.matches(read(subject), matcher)
-            case .matchesField(let into, let slot, let pattern):
+                state.registers[into] = try Evaluator.regex(use, read(subject), matcher)
+            case .regexField(let use, let into, let slot, let pattern):
                 let matcher = matcher(pattern, &state)
                 let outcome = source.withPlainString(&state.locators[slot]) { bytes in
-                    Result { () throws(RegexMatchError) in try matcher.matches(bytes) }
+                    Result { () throws(EvaluationError) in try Evaluator.regex(use, bytes, matcher) }
                 }
-                switch outcome {
-                case .success(let found): state.registers[into] = .bool(found)
-                case .failure(let error): throw Evaluator.gaveUp(error)
-                case nil:
-                    state.registers[into] = try Evaluator.matches(
-                        source.field(&state.locators[slot]) ?? .null, matcher)
+                if let outcome {
+                    state.registers[into] = try outcome.get()
+                } else {
+                    state.registers[into] = try Evaluator.regex(
+                        use, source.field(&state.locators[slot]) ?? .null, matcher)
                 }
+            case .parseTime(let into, let subject, let format):
+                state.registers[into] = try Evaluator.parseTime(read(subject), timeFormats[format])
             }
             pc += 1
         }

@@ -22,8 +22,11 @@ indirect enum ExpressionNode: Sendable {
     case conditional(ExpressionNode, then: ExpressionNode, else: ExpressionNode)
     case call(ExpressionFunction, [ExpressionNode])
     case exists([PathStep])
-    /// A subject and a pattern compiled (PCRE2, JIT) at load; each stage matches with its own matcher.
-    case matches(ExpressionNode, RegexPattern)
+    /// `matches` or `parse_regex` of a subject and a pattern compiled (PCRE2, JIT) at load; each stage matches
+    /// with its own matcher.
+    case regex(RegexUse, ExpressionNode, RegexPattern)
+    /// `parse_time` of a subject with a format compiled at load.
+    case parseTime(ExpressionNode, TimeFormat)
 
     var isLiteral: Bool { literalValue != nil }
 
@@ -31,6 +34,14 @@ indirect enum ExpressionNode: Sendable {
         if case .literal(let value) = self { return value }
         return nil
     }
+}
+
+/// What a regular expression is for: whether it matches, or the object of its named groups.
+enum RegexUse: Sendable {
+    case matches
+    case captures
+
+    var functionName: String { self == .matches ? "matches" : "parse_regex" }
 }
 
 enum ArithmeticOperator: String, Sendable {

@@ -118,8 +118,32 @@ enum Functions {
             }
             guard let separator = try stringArgument(1) else { return .null }
             return .string(items.map(text(of:)).joined(separator: separator))
-        case .matches, .exists:
+        case .matches, .exists, .parse_regex:
             preconditionFailure("'\(name)' is compiled to its own node.")
+        case .parse_json:
+            guard let text = try stringArgument(0) else { return .null }
+            do {
+                return try JSONReader.parse(text)
+            } catch {
+                throw EvaluationError("'parse_json' cannot read its string: \(error)")
+            }
+        case .parse_logfmt:
+            guard let text = try stringArgument(0) else { return .null }
+            return try LogParsers.logfmt(text)
+        case .parse_key_value:
+            guard let text = try stringArgument(0) else { return .null }
+            let fields = arguments.count > 1 ? try stringArgument(1) ?? " " : " "
+            let values = arguments.count > 2 ? try stringArgument(2) ?? "=" : "="
+            return try LogParsers.keyValue(text, fieldSeparator: fields, valueSeparator: values)
+        case .parse_csv:
+            guard let text = try stringArgument(0) else { return .null }
+            return try LogParsers.csv(text, delimiter: arguments.count > 1 ? try stringArgument(1) ?? "," : ",")
+        case .parse_syslog:
+            guard let text = try stringArgument(0) else { return .null }
+            return try LogParsers.syslog(text, nowMillis: WallClock.nowMillis())
+        case .parse_common_log, .parse_combined_log:
+            guard let text = try stringArgument(0) else { return .null }
+            return try LogParsers.accessLog(text, combined: function == .parse_combined_log)
         case .number:
             switch arguments[0] {
             case .int, .double, .null: return arguments[0]

@@ -7,6 +7,7 @@ struct MapTransform: Transform {
     var errors: EvaluationErrorLog
     /// Each `set` expression's registers, and where its fields were in the last event.
     var states: [ExpressionState]
+    var mergeState: ExpressionState?
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         let config = config
@@ -50,6 +51,25 @@ struct MapTransform: Transform {
             from.remove(from: &value)
             do { try to.set(moved, in: &value) } catch {
                 errors.report(error, in: "rename \(from) to \(to)")
+                return false
+            }
+        }
+        if let merge = config.merge {
+            do throws(EvaluationError) {
+                switch try merge.evaluate(value, &mergeState!) {
+                case .null: break
+                case .object(let fields):
+                    guard case .object(var object) = value else {
+                        throw EvaluationError("the event is not an object to merge into")
+                    }
+                    value = .null
+                    for field in fields.fields { object[field.key] = field.value }
+                    value = .object(object)
+                case let other:
+                    throw EvaluationError("'merge' needs an object, found \(JSONWriter.string(other).prefix(40))")
+                }
+            } catch {
+                errors.report(error, in: "merge: \(merge.source)")
                 return false
             }
         }

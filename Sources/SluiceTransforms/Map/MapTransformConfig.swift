@@ -1,12 +1,15 @@
 public import SluiceCore
 
-/// Options of the `map` transform: `rename`, then `set` (in order), then `remove`, then `keep`.
+/// Options of the `map` transform: `rename`, then `merge`, then `set` (in order), then `remove`, then `keep`.
 public struct MapTransformConfig: TransformConfig {
     public static let typeName = "map"
-    public static let summary = "Renames, sets (from expressions), removes and keeps fields of each event."
+    public static let summary = "Renames, merges, sets (from expressions), removes and keeps fields of each event."
 
     /// Fields renamed, old path to new path, in order.
     public private(set) var rename: [(from: EventPath, to: EventPath)] = []
+    /// An expression whose object is merged into the event's top level (`merge: parse_logfmt(.message)`); null
+    /// merges nothing, anything else is an evaluation error.
+    public private(set) var merge: Expression?
     /// Fields set from expressions, in order; later entries see earlier ones.
     public private(set) var set: [(target: EventPath, value: Expression)] = []
     /// Fields removed.
@@ -31,6 +34,7 @@ public struct MapTransformConfig: TransformConfig {
                 }
             }
         }
+        merge = options.value("merge")?.expression()
         if let mapping = options.value("set")?.mapping() {
             for (key, keyMark, value) in mapping.allEntries(naming: { "'\($0)'" }) {
                 if let target = path(key, at: keyMark), let expression = value.expression() {
@@ -43,19 +47,20 @@ public struct MapTransformConfig: TransformConfig {
                 if let parsed = path(text, at: mark) { self[keyPath: field].append(parsed) }
             }
         }
-        if rename.isEmpty, set.isEmpty, remove.isEmpty, keep.isEmpty, !options.log.hasErrors {
+        if rename.isEmpty, merge == nil, set.isEmpty, remove.isEmpty, keep.isEmpty, !options.log.hasErrors {
             options.log.warning(
-                "\(options.name) changes nothing", at: options.mark, notes: ["give it rename, set, remove or keep"])
+                "\(options.name) changes nothing", at: options.mark,
+                notes: ["give it rename, merge, set, remove or keep"])
         }
         try options.validated()
     }
 
     /// True when the map only sets fields, so it can work on events that still hold their text.
-    var onlySets: Bool { rename.isEmpty && remove.isEmpty && keep.isEmpty }
+    var onlySets: Bool { rename.isEmpty && merge == nil && remove.isEmpty && keep.isEmpty }
 
     public func makeTransform(_ context: TransformContext) -> any Transform {
         MapTransform(
             config: self, errors: EvaluationErrorLog(componentID: context.id, log: context.log),
-            states: set.map { $0.value.makeState() })
+            states: set.map { $0.value.makeState() }, mergeState: merge?.makeState())
     }
 }

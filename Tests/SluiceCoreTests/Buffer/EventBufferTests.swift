@@ -143,7 +143,10 @@ struct EventBufferDeadlineTests {
             policy: .default, producers: 1, owner: ComponentMetrics(id: "t", kind: .transform, typeName: "test"))
     }
 
-    @Test func aWaitEndsAtItsDeadlineWhenNothingArrives() async {
+    // The limit catches a timer that never fires; how soon after the deadline the wait resumes is not this test's
+    // business: it needs a cooperative thread, and the end-to-end tests in the same process block both of them for
+    // tens of seconds under the thread sanitizer.
+    @Test(.timeLimit(.minutes(3))) func aWaitEndsAtItsDeadlineWhenNothingArrives() async {
         let buffer = makeBuffer()
         let start = WallClock.nowMillis()
         guard case .timedOut = await buffer.next(deadlineMillis: start + 50) else {
@@ -151,9 +154,7 @@ struct EventBufferDeadlineTests {
             return
         }
         let waited = WallClock.nowMillis() - start
-        // Not before the deadline; the upper bound only says the wait ended (a test process whose two cooperative
-        // threads are busy with other tests resumes it late).
-        #expect(waited >= 49 && waited < 30_000, "waited \(waited) ms")
+        #expect(waited >= 49, "ended \(waited) ms after it began, before its deadline")
         // A deadline already past returns at once.
         guard case .timedOut = await buffer.next(deadlineMillis: start) else {
             Issue.record("expected a timeout")
