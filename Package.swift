@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "SluiceWebSocketListener", dependencies: ["SluiceCore", "SluiceWebSocket"]),
         .target(
             name: "SluiceSources",
-            dependencies: ["SluiceCore", "SluiceSync", "SluiceWebSocket", "SluiceWebSocketListener"]),
+            dependencies: ["SluiceCore", "SluiceSync", "SluiceWebSocket", "SluiceWebSocketListener", "SluiceRegex"]),
         .target(name: "SluiceTransforms", dependencies: ["SluiceCore"]),
         .target(name: "SluiceSinks", dependencies: ["SluiceCore", "SluiceWebSocket", "SluiceWebSocketListener"]),
         .target(

@@ -60,15 +60,18 @@ public final class RegexPattern: @unchecked Sendable {
     fileprivate func makeMatchData() -> OpaquePointer? { pcre2_match_data_create_from_pattern_8(code, nil) }
 
     /// Runs one match of valid UTF-8 `bytes` into `data`; the number of groups set, 0 for no match.
-    fileprivate func match(_ bytes: UnsafeRawBufferPointer, _ data: OpaquePointer) throws(RegexMatchError) -> Int {
+    fileprivate func match(_ bytes: UnsafeRawBufferPointer, _ data: OpaquePointer, checked: Bool = false)
+        throws(RegexMatchError) -> Int
+    {
+        let options = checked ? 0 : PCRE2_NO_UTF_CHECK
         // PCRE2 wants an address even for an empty subject.
         var none: UInt8 = 0
         let result = withUnsafePointer(to: &none) { none in
             let subject = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? none
-            // The subjects are Swift strings or checked event text, so PCRE2 need not check their UTF-8 again.
+            // Swift strings and checked event text need no second UTF-8 check; raw input lines do.
             return isJITCompiled
-                ? pcre2_jit_match_8(code, subject, bytes.count, 0, PCRE2_NO_UTF_CHECK, data, context)
-                : pcre2_match_8(code, subject, bytes.count, 0, PCRE2_NO_UTF_CHECK, data, context)
+                ? pcre2_jit_match_8(code, subject, bytes.count, 0, options, data, context)
+                : pcre2_match_8(code, subject, bytes.count, 0, options, data, context)
         }
         if result > 0 { return Int(result) }
         if result == PCRE2_ERROR_NOMATCH { return 0 }
@@ -128,6 +131,14 @@ public final class RegexMatcher: @unchecked Sendable {
     public func matches(_ bytes: UnsafeRawBufferPointer) throws(RegexMatchError) -> Bool {
         guard let data else { throw RegexMatchError(message: "out of memory") }
         groupsSet = try pattern.match(bytes, data)
+        return groupsSet > 0
+    }
+
+    /// True when the pattern matches somewhere in `bytes`, which may be invalid UTF-8 (raw input): PCRE2 checks
+    /// them first, and invalid UTF-8 throws.
+    public func matches(unchecked bytes: UnsafeRawBufferPointer) throws(RegexMatchError) -> Bool {
+        guard let data else { throw RegexMatchError(message: "out of memory") }
+        groupsSet = try pattern.match(bytes, data, checked: true)
         return groupsSet > 0
     }
 

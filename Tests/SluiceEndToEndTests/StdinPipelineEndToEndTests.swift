@@ -276,3 +276,60 @@ struct StdinPipelineEndToEndTests {
         #expect(file == "{\"message\":\"plain line\"}\n{\"message\":\"\"}\n{\"message\":\"\\\"quoted\\\" é\"}\n")
     }
 }
+
+/// `multiline` on a live pipe: a trace is one event, emitted by the timeout while stdin stays open.
+struct StdinMultilineEndToEndTests {
+    @Test func aTraceIsOneEventAndTheTimeoutEmitsTheLastOneWithoutTheNextLine() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              in:
+                type: stdin
+                decoding: text
+                multiline: {start_pattern: '^\\d{4}-', timeout_ms: 200}
+            sinks:
+              out: {type: stdout, inputs: [in]}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        let first = "orphan line\n2026-12-01 ERROR boom\n  at a(A.java:1)\n  at b(B.java:2)\n2026-12-01 INFO next\n"
+        let released = DispatchSemaphore(value: 0)
+        child.feed { index in
+            switch index {
+            case 0: return Data(first.utf8)
+            case 1:
+                // stdin stays open until the test has seen the timeout emit the open event.
+                _ = released.wait(timeout: .now() + 60)
+                return Data("2026-12-01 INFO last\n\tcontinued".utf8)
+            default: return nil
+            }
+        }
+        var output = Data()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, output.split(separator: UInt8(ascii: "\n")).count < 3,
+            let chunk = child.readChunkIfAvailable(waitingMillis: 1000)
+        {
+            output.append(chunk)
+        }
+        released.signal()
+        let early = try output.split(separator: UInt8(ascii: "\n")).map { try JSONReader.parse(Array($0)) }
+        #expect(
+            early == [
+                ["message": "orphan line"],
+                ["message": "2026-12-01 ERROR boom\n  at a(A.java:1)\n  at b(B.java:2)"],
+                ["message": "2026-12-01 INFO next"],
+            ], "the open event came out while stdin was still open")
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit() == 0)
+        let all = try output.split(separator: UInt8(ascii: "\n")).map { try JSONReader.parse(Array($0)) }
+        #expect(all.last == ["message": "2026-12-01 INFO last\n\tcontinued"])
+        let source = try #require(try pipeline.finalComponent("in"))
+        #expect(source.int("received_events_total") == 4)
+        #expect(source.int("sent_events_total") == 4)
+        #expect(source.int("multiline", "lines_joined_total") == 3)
+        #expect(source.int("multiline", "events_cut_total") == 0)
+        #expect(source.balances)
+    }
+}

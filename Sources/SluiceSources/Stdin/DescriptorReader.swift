@@ -1,4 +1,5 @@
 internal import Dispatch
+internal import SluiceCore
 internal import SluiceSync
 internal import Synchronization
 
@@ -17,6 +18,8 @@ final class DescriptorReader: Sendable {
     /// What one read produced.
     enum Chunk: Sendable {
         case data([UInt8])
+        /// Nothing arrived before the deadline given to ``read(deadlineNanos:)``.
+        case idle
         case end
         case stopped
         case failed(String)
@@ -41,6 +44,8 @@ final class DescriptorReader: Sendable {
         /// The last chunk, once the input ended, stopped or failed: every later take returns it.
         var final: Chunk?
         var taker: CheckedContinuation<Chunk, Never>?
+        /// Counts takers, so that a deadline resumes only the read that set it.
+        var takerNumber = 0
     }
 
     init(fileDescriptor: Int32, chunkBytes: Int) {
@@ -63,22 +68,36 @@ final class DescriptorReader: Sendable {
         if wakeWrite >= 0 { close(wakeWrite) }
     }
 
-    /// The next chunk, waiting until one is read, the input ends, or ``wake()`` is called. Chunks read before a
-    /// wake are still delivered, then `.stopped`.
-    func read() async -> Chunk {
+    /// The next chunk, waiting until one is read, the input ends, or ``wake()`` is called; with a deadline (in
+    /// ``MonotonicClock`` nanoseconds), `.idle` if none of that happens by then. Chunks read before a wake are
+    /// still delivered, then `.stopped`.
+    func read(deadlineNanos: UInt64? = nil) async -> Chunk {
         let chunk = await withCheckedContinuation { (continuation: CheckedContinuation<Chunk, Never>) in
-            let (taken, start) = state.locked { state -> (Chunk?, Bool) in
+            let (taken, start, number) = state.locked { state -> (Chunk?, Bool, Int) in
                 let start = !state.started
                 state.started = true
-                if !state.ready.isEmpty { return (state.ready.removeFirst(), start) }
-                if let final = state.final { return (final, start) }
+                if !state.ready.isEmpty { return (state.ready.removeFirst(), start, 0) }
+                if let final = state.final { return (final, start, 0) }
                 state.taker = continuation
-                return (nil, start)
+                state.takerNumber += 1
+                return (nil, start, state.takerNumber)
             }
             if start { queue.async { self.readAhead() } }
             if let taken {
                 room.signal()
                 continuation.resume(returning: taken)
+            } else if let deadlineNanos {
+                // Not on `queue`, whose one thread reads.
+                let now = MonotonicClock.nanos()
+                let delay = Int(clamping: deadlineNanos > now ? deadlineNanos - now : 0)
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(delay)) {
+                    let taker = self.state.locked { state -> CheckedContinuation<Chunk, Never>? in
+                        guard state.takerNumber == number, let taker = state.taker else { return nil }
+                        state.taker = nil
+                        return taker
+                    }
+                    taker?.resume(returning: .idle)
+                }
             }
         }
         ThreadSanitizerHandOff.receive()

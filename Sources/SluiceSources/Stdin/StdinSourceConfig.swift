@@ -9,10 +9,20 @@ public struct StdinSourceConfig: ComponentConfig {
     public var decoding = EventDecoding.json
     /// Lines longer than this are skipped whole and counted under `oversize`.
     public var maxLineBytes = 1 << 20
+    /// With text decoding: how lines join into multi-line events.
+    public var multiline: MultilineConfig?
 
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let decoding = options.value("decoding")?.choice(EventDecoding.self) { self.decoding = decoding }
         if let limit = options.value("max_line_bytes")?.int(in: 1...(1 << 30)) { maxLineBytes = limit }
+        if let node = options.value("multiline") {
+            multiline = MultilineConfig.read(node)
+            if decoding != .text {
+                options.log.error(
+                    "multiline joins text lines; it needs 'decoding: text'", at: node.mark,
+                    notes: ["JSON input has one event per line already"])
+            }
+        }
         try options.validated()
     }
 }
