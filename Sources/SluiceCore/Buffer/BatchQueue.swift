@@ -58,6 +58,13 @@ struct BatchQueue {
         return batch
     }
 
+    /// The earliest ingest time among the events held, `UInt64.max` when empty.
+    var oldestIngestNanos: UInt64 {
+        var oldest = UInt64.max
+        for slice in slices[head...] { oldest = slice.oldestIngestNanos(below: oldest) }
+        return oldest
+    }
+
     /// Removes everything and returns how many events there were.
     mutating func removeAll() -> Int {
         let removed = count
@@ -78,5 +85,14 @@ struct BatchQueue {
             slices.removeFirst(head)
             head = 0
         }
+    }
+}
+
+extension Collection<Event> {
+    /// The earliest ingest time among these events and `bound`.
+    func oldestIngestNanos(below bound: UInt64 = .max) -> UInt64 {
+        var oldest = bound
+        for event in self where event.ingestNanos < oldest { oldest = event.ingestNanos }
+        return oldest
     }
 }

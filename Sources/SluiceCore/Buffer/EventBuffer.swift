@@ -40,6 +40,10 @@ public final class EventBuffer: Sendable {
         var closed = false
         var highWater = 0
         var blockedNanos: UInt64 = 0
+        /// The earliest ingest time in the batch the consumer took last, until it asks for the next one (by then
+        /// it has passed the batch on, folded it into state it reports itself, or written it); `UInt64.max` when
+        /// it holds none.
+        var inHandNanos = UInt64.max
 
         var count: Int { keyed?.count ?? queue.count }
         var isEmpty: Bool { count == 0 }
@@ -226,8 +230,10 @@ public final class EventBuffer: Sendable {
             if let deadlineMillis, deadlineMillis <= WallClock.nowMillis() { return .timedOut }
             let (batch, producers, finished) = state.locked {
                 state -> ([Event], [CheckedContinuation<Void, Never>], Bool) in
+                state.inHandNanos = .max
                 guard !state.isEmpty else { return ([], [], state.openProducers == 0) }
                 let batch = state.take(upTo: maxBatch)
+                state.inHandNanos = batch.oldestIngestNanos()
                 // There is room now: every parked producer retries (each re-checks, so waking all is safe).
                 let producers = state.producers
                 state.producers.removeAll()
@@ -291,6 +297,14 @@ public final class EventBuffer: Sendable {
         }
         for producer in producers { producer.resume() }
         if discarded > 0 { owner.recordDiscarded(discarded, cause: .error) }
+    }
+
+    /// The earliest ingest time among the events buffered and the batch the consumer holds; `UInt64.max` when
+    /// there are none. See ``PipelineRunner/heldSinceNanos()``.
+    public var oldestHeldIngestNanos: UInt64 {
+        state.locked { state in
+            min(state.inHandNanos, state.keyed?.oldestIngestNanos ?? state.queue.oldestIngestNanos)
+        }
     }
 
     // MARK: - Telemetry

@@ -13,6 +13,9 @@ struct KeyedQueue {
 
     var isEmpty: Bool { count == 0 }
 
+    /// The earliest ingest time among the events held, `UInt64.max` when empty.
+    var oldestIngestNanos: UInt64 { events[head...].oldestIngestNanos() }
+
     /// What inserting one event did besides holding it.
     enum Insertion {
         /// The key was new and there was room.

@@ -68,6 +68,13 @@ public protocol Source: Sendable {
     /// Produces events through `context.output` until the input ends, `context.stop` fires or its task is
     /// cancelled; throwing ends the pipeline with a runtime failure.
     func run(_ context: SourceContext) async throws
+    /// Runs once the whole pipeline has drained, after ``run(_:)``; `succeeded` is false when a component failed.
+    /// Everything the source sent is finished by then (a source that keeps positions commits them now).
+    func pipelineEnded(succeeded: Bool) async
+}
+
+extension Source {
+    public func pipelineEnded(succeeded: Bool) async {}
 }
 
 /// A running transform: a synchronous function of one batch, so that a stage never pays a hop per event.
@@ -90,6 +97,10 @@ public protocol Transform: Sendable {
     mutating func finish(_ events: inout [Event], _ pass: inout TransformPass, stopping: Bool)
     /// What the transform holds, for metrics; `nil` for a stateless one.
     var state: TransformState? { get }
+    /// The earliest ingest time among the events folded into what it holds (and not yet emitted), or
+    /// `UInt64.max`; it may be earlier than the truth, never later. An event it creates from them carries an
+    /// ingest time no later than theirs, so that they stay held until it is finished.
+    var oldestHeldIngestNanos: UInt64 { get }
 }
 
 extension Transform {
@@ -97,6 +108,7 @@ extension Transform {
     public mutating func advance(_ events: inout [Event], _ pass: inout TransformPass) {}
     public mutating func finish(_ events: inout [Event], _ pass: inout TransformPass, stopping: Bool) {}
     public var state: TransformState? { nil }
+    public var oldestHeldIngestNanos: UInt64 { .max }
 }
 
 /// A running sink: it takes batches from its input buffer and writes them out.

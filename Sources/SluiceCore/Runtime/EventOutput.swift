@@ -37,6 +37,9 @@ public struct SourceContext: Sendable {
     public let log: Logger
     /// Fires when the pipeline is asked to stop; the source then returns soon.
     public let stop: StopSignal
+    /// Every event ingested before this time (``MonotonicClock`` nanoseconds) is finished: written by the sinks
+    /// it reached, or discarded; a source that keeps positions (the `file` source) commits only those.
+    public let finishedBefore: @Sendable () -> UInt64
 }
 
 /// What a running sink is given.
@@ -47,4 +50,6 @@ public struct SinkContext: Sendable {
     public let metrics: ComponentMetrics
     /// Where its warnings go.
     public let log: Logger
+    /// What it has taken from its input but not yet written, when it keeps events across batches.
+    public let held: HeldMark
 }

@@ -31,6 +31,8 @@ public final class PipelineRunner: Sendable {
     private let stopSignal = StopSignal()
     private let failures = Mutex<[String]>([])
     private let outputClosed = Mutex(false)
+    /// What holds events, upstream first: each component's input buffer, then its task's or sink's mark.
+    private let holders = Mutex<[@Sendable () -> UInt64]>([])
 
     /// Prepares to run `definition`; its components' warnings and errors go to `log`. What a component needs of
     /// the process (the descriptor `stdin` reads, say) was given to its type in the catalog, not to the runner.
@@ -44,6 +46,30 @@ public final class PipelineRunner: Sendable {
 
     /// Asks every source to stop; buffered events still drain.
     public func stop() { stopSignal.stop() }
+
+    /// The earliest ingest time (``MonotonicClock`` nanoseconds) of any event still held in a buffer, a component's
+    /// hands, a stateful transform or a sink's unwritten output; `UInt64.max` when nothing is. Every event ingested
+    /// before it is finished: written, or discarded on purpose.
+    ///
+    /// No event slips past: holders are read upstream first, and each hands a batch on (its consumer's buffer
+    /// holds it) before it lets go of it, so an event moving while they are read is found further down.
+    public func heldSinceNanos() -> UInt64 {
+        holders.locked { $0 }.reduce(UInt64.max) { min($0, $1()) }
+    }
+
+    /// Component ids with every component after all those it reads from.
+    private func upstreamFirst() -> [String] {
+        var order: [String] = []
+        var visited: Set<String> = []
+        func visit(_ id: String) {
+            guard visited.insert(id).inserted else { return }
+            for consumer in definition.allConsumers(of: id) { visit(consumer) }
+            order.append(id)
+        }
+        for component in definition.components where component.kind == .source { visit(component.id) }
+        for component in definition.components { visit(component.id) }
+        return order.reversed()
+    }
 
     /// The ids that read from each component, through any of its outputs.
     public var consumers: [String: [String]] {
@@ -70,7 +96,18 @@ public final class PipelineRunner: Sendable {
                 policy: component.buffer ?? .default, producers: component.inputs.count,
                 owner: metricsByID[component.id]!)
         }
+        var marks: [String: HeldMark] = [:]
+        for component in definition.components where component.kind != .source && fused[component.id] == nil {
+            marks[component.id] = HeldMark()
+        }
+        holders.locked { holders in
+            for id in upstreamFirst() {
+                if let buffer = buffers[id] { holders.append { buffer.oldestHeldIngestNanos } }
+                if let mark = marks[id] { holders.append { mark.value } }
+            }
+        }
         let periodic = Task { await reporter?.runPeriodically() }
+        var sources: [any Source] = []
         await withTaskGroup(of: Void.self) { group in
             /// The edge out of `id` into its consumers' buffers; it counts what `id` sends.
             func output(of id: String) -> EventOutput {
@@ -94,8 +131,10 @@ public final class PipelineRunner: Sendable {
                 case .source(let makeSource):
                     let context = SourceContext(
                         id: component.id, output: output(of: component.id), metrics: metrics, log: log,
-                        stop: stopSignal)
-                    group.addTask { await self.runSource(makeSource(), context) }
+                        stop: stopSignal, finishedBefore: { [self] in heldSinceNanos() })
+                    let source = makeSource()
+                    sources.append(source)
+                    group.addTask { await self.runSource(source, context) }
                 case .transform:
                     // This transform and those fused after it, in order.
                     var stages: [TransformStage] = []
@@ -116,14 +155,17 @@ public final class PipelineRunner: Sendable {
                     }
                     let input = buffers[component.id]!
                     let chainOutput = outputs(of: last)
-                    group.addTask { await self.runTransforms(stages, input, chainOutput) }
+                    let held = marks[component.id]!
+                    group.addTask { await self.runTransforms(stages, input, chainOutput, held) }
                 case .sink(let makeSink):
                     let input = buffers[component.id]!
-                    let context = SinkContext(id: component.id, metrics: metrics, log: log)
+                    let context = SinkContext(id: component.id, metrics: metrics, log: log, held: marks[component.id]!)
                     group.addTask { await self.runSink(makeSink(), input, context) }
                 }
             }
         }
+        let succeeded = failures.locked { $0.isEmpty }
+        for source in sources { await source.pipelineEnded(succeeded: succeeded) }
         periodic.cancel()
         await periodic.value
         if let reporter { await reporter.write(reporter.makeReport(final: true)) }
@@ -186,9 +228,13 @@ public final class PipelineRunner: Sendable {
         case finish(stopping: Bool)
     }
 
-    private func runTransforms(_ stages: [TransformStage], _ input: EventBuffer, _ output: ChainOutput) async {
+    private func runTransforms(
+        _ stages: [TransformStage], _ input: EventBuffer, _ output: ChainOutput, _ held: HeldMark
+    ) async {
         var stages = stages
         while true {
+            // What the stages keep is held here from now on; the buffer lets go of the last batch at `next`.
+            held.set(stages.lazy.map(\.transform.oldestHeldIngestNanos).min() ?? .max)
             let deadline = stages.lazy.compactMap(\.transform.deadline).min()
             switch await input.next(deadlineMillis: deadline) {
             case .events(var batch):
@@ -207,6 +253,7 @@ public final class PipelineRunner: Sendable {
                     await flow(&held, through: &stages, from: index, .finish(stopping: stopping), output)
                 }
                 output.finish()
+                held.clear()
                 return
             }
         }

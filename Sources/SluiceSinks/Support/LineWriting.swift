@@ -17,7 +17,10 @@ struct LineWriting {
         var pending = Self.emptyBuffer()
         var ingestTimes: [UInt64] = []
         var lastWrite = MonotonicClock.nanos()
-        while let batch = await input.next() {
+        while true {
+            // Unwritten lines stay held (for sources that keep positions) until their bytes are written.
+            context.held.set(ingestTimes.oldestIngestNanos)
+            guard let batch = await input.next() else { break }
             var failed = 0
             for event in batch {
                 do {
@@ -36,6 +39,7 @@ struct LineWriting {
             }
         }
         try await write(&pending, &ingestTimes, metrics)
+        context.held.clear()
     }
 
     private func write(_ pending: inout [UInt8], _ ingestTimes: inout [UInt64], _ metrics: ComponentMetrics)
@@ -59,4 +63,9 @@ struct LineWriting {
         buffer.reserveCapacity(flushBytes + 4096)
         return buffer
     }
+}
+
+extension [UInt64] {
+    /// The smallest time, `UInt64.max` for none.
+    fileprivate var oldestIngestNanos: UInt64 { self.min() ?? .max }
 }

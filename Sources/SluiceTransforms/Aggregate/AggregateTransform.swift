@@ -7,6 +7,8 @@ final class OpenWindow: @unchecked Sendable {
     let end: Int64
     var groups: [EventKey: WindowState] = [:]
     var order: [WindowState] = []
+    /// The earliest ingest time of the events folded into its groups.
+    var firstIngestNanos = UInt64.max
 
     init(start: Int64, end: Int64) {
         self.start = start
@@ -75,6 +77,12 @@ struct AggregateTransform: Transform {
     /// Windows with an end at or before this are closed: the event-time watermark, or the wall clock with
     /// processing time, raised further when windows are emitted early (idle flush, the group limit).
     var watermark = Int64.min
+    /// The ingest time of the event being folded.
+    var foldingIngestNanos = UInt64.max
+    /// No later than the earliest ingest time of any event in an open window (see ``oldestHeldIngestNanos``).
+    var heldFloorNanos = UInt64.max
+    /// When the sessions were last scanned for it, in epoch milliseconds.
+    var heldScanMillis: Int64?
     /// The wall-clock time of the last event, for the idle flush.
     var lastArrival: Int64?
     /// Scratch for the argument values of one event.
@@ -124,6 +132,25 @@ struct AggregateTransform: Transform {
 
     var state: TransformState? { TransformState(name: "open_windows", size: open, evictedTotal: evicted) }
 
+    var oldestHeldIngestNanos: UInt64 { heldFloorNanos }
+
+    /// Raises the floor to the truth once windows have closed: at once for time windows, which are few, and at
+    /// most once a second for sessions, which are one per key (between scans it only falls, staying safe).
+    private mutating func refreshHeldFloor(now: Int64) {
+        if open == 0 {
+            heldFloorNanos = .max
+            return
+        }
+        switch window {
+        case .tumbling, .hopping:
+            heldFloorNanos = windows.values.lazy.map(\.firstIngestNanos).min() ?? .max
+        case .session:
+            if let last = heldScanMillis, now - last < 1_000 { return }
+            heldScanMillis = now
+            heldFloorNanos = sessions.values.lazy.flatMap { $0 }.map(\.firstIngestNanos).min() ?? .max
+        }
+    }
+
     // MARK: - Transform
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
@@ -132,6 +159,7 @@ struct AggregateTransform: Transform {
         for event in events { fold(event, into: &output, &pass) }
         if !events.isEmpty { lastArrival = pass.nowMillis }
         sessionHeap.settle()
+        refreshHeldFloor(now: pass.nowMillis)
         events = output
     }
 
@@ -156,10 +184,12 @@ struct AggregateTransform: Transform {
             closeAll(partial: false, into: &events, &pass)
         }
         sessionHeap.settle()
+        refreshHeldFloor(now: pass.nowMillis)
     }
 
     mutating func finish(_ events: inout [Event], _ pass: inout TransformPass, stopping: Bool) {
         closeAll(partial: stopping, into: &events, &pass)
+        refreshHeldFloor(now: pass.nowMillis)
     }
 
     // MARK: - Folding
@@ -187,6 +217,7 @@ struct AggregateTransform: Transform {
             errors.report(error, in: "aggregate")
             return
         }
+        foldingIngestNanos = event.ingestNanos
         switch window {
         case .tumbling(let size):
             let start = floorDivide(eventTime, size) * size
@@ -207,6 +238,7 @@ struct AggregateTransform: Transform {
             addToSession(eventTime, key, gap: gap)
         }
         pass.folded += 1
+        heldFloorNanos = min(heldFloorNanos, event.ingestNanos)
         if timeField != nil {
             let candidate = eventTime &- lateness
             if candidate > watermark {
@@ -285,6 +317,7 @@ struct AggregateTransform: Transform {
             open.order.append(state)
             self.open += 1
         }
+        open.firstIngestNanos = min(open.firstIngestNanos, foldingIngestNanos)
         accumulate(into: state, eventTime)
     }
 
@@ -321,6 +354,7 @@ struct AggregateTransform: Transform {
     /// Folds the current event's values into `state`.
     private func accumulate(into state: WindowState, _ eventTime: Int64) {
         state.events += 1
+        state.firstIngestNanos = min(state.firstIngestNanos, foldingIngestNanos)
         for (position, slot) in layout.slots.enumerated() {
             let value = argumentIndex[position].map { values[$0] }
             if let value, value == .null {
@@ -424,7 +458,7 @@ struct AggregateTransform: Transform {
             object[aggregation.field] = value
         }
         if partial { object["partial"] = true }
-        output.append(Event(.object(object), ingestNanos: MonotonicClock.nanos()))
+        output.append(Event(.object(object), ingestNanos: min(state.firstIngestNanos, MonotonicClock.nanos())))
         pass.created += 1
     }
 }

@@ -187,6 +187,8 @@ final class WindowState: @unchecked Sendable {
     var closed = false
     /// Events folded.
     var events = 0
+    /// The earliest ingest time among them: the emitted event carries it, so they stay held until it is written.
+    var firstIngestNanos = UInt64.max
     var counts: [Int]
     var sums: [CompensatedSum]
     var moments: [Moments]
@@ -217,6 +219,7 @@ final class WindowState: @unchecked Sendable {
         end = Swift.max(end, other.end)
         lastTime = Swift.max(lastTime, other.lastTime)
         events += other.events
+        firstIngestNanos = min(firstIngestNanos, other.firstIngestNanos)
         for (aggregation, slot) in zip(aggregations, slots) {
             switch slot {
             case .count(let index): counts[index] += other.counts[index]
