@@ -10,6 +10,7 @@ public enum SourceCatalog {
             .source(SimulatorSourceConfig.self),
             .source(WebSocketSourceConfig.self),
             .source(WebSocketServerSourceConfig.self),
+            .source(FileSourceConfig.self),
         ]
     }
 }

@@ -15,14 +15,7 @@ public struct StdinSourceConfig: ComponentConfig {
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let decoding = options.value("decoding")?.choice(EventDecoding.self) { self.decoding = decoding }
         if let limit = options.value("max_line_bytes")?.int(in: 1...(1 << 30)) { maxLineBytes = limit }
-        if let node = options.value("multiline") {
-            multiline = MultilineConfig.read(node)
-            if decoding != .text {
-                options.log.error(
-                    "multiline joins text lines; it needs 'decoding: text'", at: node.mark,
-                    notes: ["JSON input has one event per line already"])
-            }
-        }
+        multiline = MultilineConfig.read(options, decoding: decoding)
         try options.validated()
     }
 }

@@ -22,6 +22,9 @@ public struct LineSplitter {
     private var skipping = false
     private var lineNumber = 0
 
+    /// Bytes of a line begun but not yet complete.
+    public var pendingBytes: Int { carry.count }
+
     public init(maxLineBytes: Int) {
         self.maxLineBytes = maxLineBytes
     }

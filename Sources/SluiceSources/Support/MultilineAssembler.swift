@@ -25,6 +25,9 @@ struct MultilineAssembler {
     /// True while an event is being built.
     var isHolding: Bool { lines > 0 }
 
+    /// The input bytes of the event being built: its lines were joined with one newline each, as they ended.
+    var heldInputBytes: Int { isHolding ? pending.count + 1 : 0 }
+
     /// When the event being built is due for emission (its timeout), in ``MonotonicClock`` nanoseconds.
     var deadlineNanos: UInt64? {
         isHolding ? lastLineNanos + UInt64(config.timeoutMillis) * 1_000_000 : nil
@@ -65,8 +68,12 @@ final class MultilineCounters: Sendable {
 
     func update(_ assembler: MultilineAssembler?) {
         guard let assembler else { return }
-        cuts.store(assembler.cuts, ordering: .relaxed)
-        joined.store(assembler.joinedLines, ordering: .relaxed)
+        update(cuts: assembler.cuts, joined: assembler.joinedLines)
+    }
+
+    func update(cuts: Int, joined: Int) {
+        self.cuts.store(cuts, ordering: .relaxed)
+        self.joined.store(joined, ordering: .relaxed)
     }
 
     var details: JSONObject {

@@ -16,6 +16,17 @@ public struct MultilineConfig: Sendable {
     /// An event still open this long after its last line is emitted, so a live tail is not held back.
     let timeoutMillis: Int
 
+    /// Reads a source's `multiline` option, which needs text decoding; `nil` when absent or after recording errors.
+    static func read(_ options: ConfigMapping, decoding: EventDecoding) -> MultilineConfig? {
+        guard let node = options.value("multiline") else { return nil }
+        if decoding != .text {
+            options.log.error(
+                "multiline joins text lines; it needs 'decoding: text'", at: node.mark,
+                notes: ["JSON input has one event per line already"])
+        }
+        return read(node)
+    }
+
     /// Reads the `multiline` mapping; `nil` after recording errors.
     static func read(_ node: ConfigNode) -> MultilineConfig? {
         guard let options = node.mapping() else { return nil }

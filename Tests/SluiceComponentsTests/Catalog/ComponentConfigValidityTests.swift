@@ -23,6 +23,8 @@ struct ComponentConfigValidityTests {
             "{url: 'ws://127.0.0.1:9/', reconnect: {max_delay_ms: 0}}"
         ),
         (.source, "websocket_server", "{listen: 9000}", "{listen: 'localhost:port'}"),
+        (.source, "file", "{include: [/var/log/*.log]}", "{include: [logs/*.log]}"),
+        (.source, "file", "{include: /var/log/a.log}", "{include: /var/log/a.log, read_from: middle}"),
         (.transform, "filter", "{condition: '.a > 1'}", "{condition: '.a >'}"),
         (.transform, "map", "{set: {b: '.a + 1'}}", "{set: {b: '.a +'}}"),
         (

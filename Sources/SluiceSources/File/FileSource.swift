@@ -1,0 +1,350 @@
+internal import SluiceCore
+internal import SluiceSync
+internal import Synchronization
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// Follows the files `include` matches, like `tail -F` over many files, keeping where each one's finished lines
+/// end in a checkpoint file so that a restart (after a crash too) resumes there.
+///
+/// One task polls: it reads every file with new bytes (512 KiB at a time, files renamed or deleted away first,
+/// to their end), then waits up to 100 ms; the globs are matched again every `glob_interval_ms`. Files are told
+/// apart by device and inode while open and by a fingerprint of their first line across rotations and restarts:
+/// a rename keeps the descriptor reading the old file to its end while the new one starts at 0, a copy-truncate
+/// is seen as a size below the offset (read from 0 again), and its copy, having the old fingerprint, resumes
+/// where the old file was left.
+///
+/// A checkpoint records a line only once every event made from it is finished (``SourceContext/finishedBefore``):
+/// written by the sinks, or discarded on purpose. It is written at most once a second and after the pipeline
+/// drained, so a crash repeats at most what was finished in the last second and loses nothing.
+final class FileSource: Source {
+    let config: FileSourceConfig
+    /// The checkpoints, handed from `run` to `pipelineEnded`.
+    private let keeper = Mutex<FileCheckpointKeeper?>(nil)
+
+    static let chunkBytes = 1 << 19
+    static let batchLimit = 1024
+    private static let pollMillis: Int64 = 100
+    private static let checkpointInterval = Duration.seconds(1)
+
+    init(config: FileSourceConfig) {
+        self.config = config
+    }
+
+    func run(_ context: SourceContext) async throws {
+        let keeper = try config.dataDirectory.map { directory throws(FileSourceError) in
+            try FileCheckpointKeeper(store: FileCheckpointStore(directory: directory, sourceID: context.id))
+        }
+        self.keeper.locked { $0 = keeper }
+        var tailer = Tailer(config: config, context: context, checkpoints: keeper?.loaded ?? [:])
+        let figures = Mutex<[String: FileFigures]>([:])
+        let rotations = Atomic<Int>(0)
+        let multiline = MultilineCounters()
+        let hasMultiline = config.multiline != nil
+        context.metrics.provideDetails {
+            var files = JSONObject()
+            for (path, file) in figures.locked({ $0 }).sorted(by: { $0.key < $1.key }) { files[path] = file.json }
+            var details: JSONObject = [
+                "files": .object(files), "rotations_total": .int(Int64(rotations.load(ordering: .relaxed))),
+            ]
+            if hasMultiline, case .object(let counts)? = multiline.details["multiline"] {
+                details["multiline"] = .object(counts)
+            }
+            return details
+        }
+        // Its own task, so that checkpoints go on while the source waits for room downstream.
+        let checkpointer = keeper.map { keeper in
+            Task {
+                while (try? await Task.sleep(for: Self.checkpointInterval)) != nil {
+                    keeper.commit(finishedBefore: context.finishedBefore(), log: context.log)
+                }
+            }
+        }
+        func publish() {
+            multiline.update(cuts: tailer.multilineTotals.cuts, joined: tailer.multilineTotals.joined)
+            rotations.store(tailer.rotations, ordering: .relaxed)
+            figures.locked { $0 = tailer.figures }
+        }
+        var nextScan = Int64.min
+        var firstScan = true
+        while !context.stop.isStopped {
+            let now = WallClock.nowMillis()
+            if now >= nextScan {
+                tailer.scan(firstScan: firstScan)
+                firstScan = false
+                nextScan = now + Int64(config.globIntervalMillis)
+            }
+            let round = tailer.readRound()
+            for batch in round.batches where !batch.isEmpty { await context.output.send(batch) }
+            keeper?.record(round.offsets, madeBefore: MonotonicClock.nanos())
+            publish()
+            if !round.progressed {
+                let wake = min(nextScan, now + Self.pollMillis, tailer.multilineDeadlineMillis ?? .max)
+                if wake > now { try? await Task.sleep(for: .milliseconds(wake - now)) }
+            }
+        }
+        // Stopping ends at a line boundary; an open multi-line event is complete as far as it goes.
+        let last = tailer.flushAll()
+        for batch in last.batches where !batch.isEmpty { await context.output.send(batch) }
+        keeper?.record(last.offsets, madeBefore: MonotonicClock.nanos())
+        publish()
+        tailer.closeAll()
+        checkpointer?.cancel()
+        await checkpointer?.value
+    }
+
+    /// After the drain every line sent is finished, unless a component failed: then the last periodic
+    /// checkpoint stands.
+    func pipelineEnded(succeeded: Bool) async {
+        guard let keeper = keeper.locked({ $0.take() }) else { return }
+        if succeeded { keeper.commit(finishedBefore: .max, log: nil) }
+    }
+}
+
+/// The files being followed, and the reading of them.
+struct Tailer {
+    let config: FileSourceConfig
+    let context: SourceContext
+    /// Where each known file's finished lines end, as loaded.
+    let checkpoints: [FileFingerprint: FileCheckpoint]
+    private var files: [TailedFile] = []
+    /// How far each fingerprint has been read in this run (files closed included), so that a copy resumes.
+    private var readThrough: [FileFingerprint: Int64] = [:]
+    private var closedFigures: [String: FileFigures] = [:]
+    private var closedMultiline = (cuts: 0, joined: 0)
+    /// Renames and truncations seen, over every file.
+    private(set) var rotations = 0
+
+    init(config: FileSourceConfig, context: SourceContext, checkpoints: [FileFingerprint: FileCheckpoint]) {
+        self.config = config
+        self.context = context
+        self.checkpoints = checkpoints
+    }
+
+    /// What one round produced: batches to send, where the files' finished lines now end, and whether anything
+    /// was read (when not, the source waits a little).
+    struct Round {
+        var batches: [[Event]] = []
+        var offsets: [FileFingerprint: FileCheckpoint] = [:]
+        var progressed = false
+    }
+
+    // MARK: - Finding files
+
+    /// Matches the globs: opens files not seen before, notes renames, and marks files no longer matched.
+    mutating func scan(firstScan: Bool) {
+        var seen: Set<Int> = []
+        for path in matchedPaths() {
+            var info = stat()
+            guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            let device = UInt64(info.st_dev)
+            let inode = UInt64(info.st_ino)
+            if let index = files.firstIndex(where: { $0.device == device && $0.inode == inode }) {
+                if files[index].path != path, !seen.contains(index) {
+                    // Renamed (rotated): the same file under a new name; reading goes on.
+                    files[index].rotations += 1
+                    rotations += 1
+                    closedFigures[files[index].path] = nil
+                    files[index].path = path
+                }
+                seen.insert(index)
+                continue
+            }
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                context.log.warning("\(context.id): cannot open '\(path)': \(String(cString: strerror(errno)))")
+                continue
+            }
+            var file = TailedFile(
+                path: path, device: device, inode: inode, descriptor: descriptor, offset: 0,
+                splitter: LineSplitter(maxLineBytes: config.maxLineBytes),
+                decoder: LineDecoder(
+                    decoding: config.decoding, multiline: config.multiline, sourceID: "\(context.id): \(path)",
+                    log: context.log))
+            file.size = Int64(info.st_size)
+            // Read from the end only for files there at the start: a file that appears later is new content.
+            file.offset = firstScan && config.readFrom == .end ? file.size : 0
+            files.append(file)
+            seen.insert(files.count - 1)
+        }
+        for index in files.indices where !seen.contains(index) { files[index].matched = false }
+    }
+
+    private func matchedPaths() -> [String] {
+        var paths: [String] = []
+        for pattern in config.include {
+            var found = glob_t()
+            defer { globfree(&found) }
+            guard glob(pattern, 0, nil, &found) == 0 else { continue }
+            for index in 0..<Int(found.gl_pathc) {
+                guard let cString = found.gl_pathv[index] else { continue }
+                let path = String(cString: cString)
+                let name = path.split(separator: "/").last.map(String.init) ?? path
+                let excluded = config.exclude.contains { pattern in
+                    fnmatch(pattern, pattern.contains("/") ? path : name, 0) == 0
+                }
+                if !excluded, !paths.contains(path) { paths.append(path) }
+            }
+        }
+        return paths
+    }
+
+    // MARK: - Reading
+
+    /// Reads up to one chunk from every file with new bytes: files no longer matched first (a rotated file is
+    /// read to its end before its successor), then the others.
+    mutating func readRound() -> Round {
+        var round = Round()
+        let order = files.indices.sorted { !files[$0].matched && files[$1].matched }
+        var finished: [Int] = []
+        for index in order {
+            if !files[index].identify() {
+                if !files[index].matched { finished.append(index) }
+                continue
+            }
+            let fingerprint = files[index].fingerprint!
+            if !startIfNew(index, fingerprint) { continue }
+            let before = files[index].safeOffset
+            if readChunk(index, into: &round) {
+                round.progressed = true
+            } else if !files[index].matched {
+                // At the end of a file that was rotated or deleted away: its last line needs no newline.
+                finish(index, into: &round)
+                finished.append(index)
+            }
+            flushIfDue(index, into: &round)
+            // A truncated file has new content: its old fingerprint keeps where it was left (see readChunk).
+            guard files[index].fingerprint == fingerprint else { continue }
+            if files[index].safeOffset != before {
+                round.offsets[fingerprint] = FileCheckpoint(path: files[index].path, offset: files[index].safeOffset)
+            }
+            readThrough[fingerprint] = files[index].offset
+        }
+        for index in finished.sorted(by: >) { close(index) }
+        return round
+    }
+
+    /// Once a file's first line is known, where reading starts: a checkpoint or an earlier reading of the same
+    /// content (a copy made by copy-truncate) wins. False while another open file has the same fingerprint.
+    private mutating func startIfNew(_ index: Int, _ fingerprint: FileFingerprint) -> Bool {
+        guard files[index].bytesRead == 0, files[index].splitter.pendingBytes == 0 else { return true }
+        if files.indices.contains(where: { $0 != index && files[$0].fingerprint == fingerprint && $0 < index }) {
+            return false
+        }
+        if let offset = readThrough[fingerprint] ?? checkpoints[fingerprint]?.offset {
+            files[index].offset = offset
+        }
+        return true
+    }
+
+    /// Reads the next chunk of one file and decodes its lines; false when there was nothing new.
+    private mutating func readChunk(_ index: Int, into round: inout Round) -> Bool {
+        guard let size = files[index].currentSize() else { return false }
+        files[index].size = size
+        if size < files[index].offset {
+            // Truncated in place (copy-truncate): what was read stays read; the new content starts at 0.
+            finish(index, into: &round)
+            if let fingerprint = files[index].fingerprint {
+                // Its copy, if rotation made one, resumes here.
+                readThrough[fingerprint] = files[index].offset
+                round.offsets[fingerprint] = FileCheckpoint(path: files[index].path, offset: files[index].offset)
+            }
+            files[index].rotations += 1
+            rotations += 1
+            files[index].offset = 0
+            files[index].fingerprint = nil
+            return true
+        }
+        guard size > files[index].offset else { return false }
+        var chunk = [UInt8](repeating: 0, count: min(FileSource.chunkBytes, Int(size - files[index].offset)))
+        let count = chunk.withUnsafeMutableBytes {
+            pread(files[index].descriptor, $0.baseAddress, $0.count, off_t(files[index].offset))
+        }
+        guard count > 0 else { return false }
+        files[index].offset += Int64(count)
+        files[index].bytesRead += Int64(count)
+        let batches = chunk.withUnsafeBufferPointer { bytes in
+            let bytes = UnsafeBufferPointer(rebasing: bytes[..<count])
+            return files[index].decode(bytes)
+        }
+        round.batches.append(contentsOf: batches)
+        countDecoded(index)
+        return true
+    }
+
+    /// Emits a partial last line and an open multi-line event of a file that ended.
+    private mutating func finish(_ index: Int, into round: inout Round) {
+        round.batches.append(contentsOf: files[index].decodeEnd())
+        countDecoded(index)
+    }
+
+    /// Emits an open multi-line event whose timeout passed.
+    private mutating func flushIfDue(_ index: Int, into round: inout Round) {
+        guard let due = files[index].decoder.multiline?.deadlineNanos, due <= MonotonicClock.nanos() else { return }
+        round.batches.append(files[index].decoder.flushMultiline())
+        countDecoded(index)
+    }
+
+    private mutating func countDecoded(_ index: Int) {
+        context.metrics.recordReceived(files[index].decoder.takeReceived())
+        context.metrics.recordDiscarded(files[index].decoder.takeDiscards())
+    }
+
+    /// Ends the run: every open multi-line event is emitted; partial lines are left for the next run.
+    mutating func flushAll() -> Round {
+        var round = Round()
+        for index in files.indices {
+            round.batches.append(files[index].decoder.flushMultiline())
+            countDecoded(index)
+            if let fingerprint = files[index].fingerprint {
+                round.offsets[fingerprint] = FileCheckpoint(path: files[index].path, offset: files[index].safeOffset)
+            }
+        }
+        return round
+    }
+
+    private mutating func close(_ index: Int) {
+        let file = files.remove(at: index)
+        closedFigures[file.path] = figures(of: file)
+        closedMultiline.cuts += file.decoder.multiline?.cuts ?? 0
+        closedMultiline.joined += file.decoder.multiline?.joinedLines ?? 0
+        var decoder = file.decoder
+        decoder.finish()
+        Glibc.close(file.descriptor)
+    }
+
+    mutating func closeAll() {
+        while !files.isEmpty { close(files.count - 1) }
+    }
+
+    // MARK: - Telemetry
+
+    /// The earliest time an open multi-line event is due, in epoch milliseconds.
+    var multilineDeadlineMillis: Int64? {
+        let now = MonotonicClock.nanos()
+        return files.compactMap(\.decoder.multiline?.deadlineNanos).min().map {
+            WallClock.nowMillis() + Int64(($0 > now ? $0 - now : 0) / 1_000_000) + 1
+        }
+    }
+
+    var multilineTotals: (cuts: Int, joined: Int) {
+        files.reduce(closedMultiline) { totals, file in
+            (
+                totals.cuts + (file.decoder.multiline?.cuts ?? 0),
+                totals.joined + (file.decoder.multiline?.joinedLines ?? 0)
+            )
+        }
+    }
+
+    var figures: [String: FileFigures] {
+        var all = closedFigures
+        for file in files { all[file.path] = figures(of: file) }
+        return all
+    }
+
+    private func figures(of file: TailedFile) -> FileFigures {
+        FileFigures(bytesRead: file.bytesRead, offset: file.offset, size: file.size, rotations: file.rotations)
+    }
+}

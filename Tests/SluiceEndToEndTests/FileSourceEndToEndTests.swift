@@ -1,0 +1,193 @@
+import Foundation
+import SluiceCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `file` source against real rotations by logrotate, a `kill -9` and restarts.
+@Suite(.serialized)
+struct FileSourceEndToEndTests {
+    static let logrotate = ["/usr/sbin/logrotate", "/usr/bin/logrotate"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    static func pipeline(_ directory: String) -> String {
+        """
+        sources:
+          app: {type: file, include: ["\(directory)/app.log*"], exclude: ["*.gz"], data_dir: "\(directory)/data",
+                glob_interval_ms: 50}
+        sinks:
+          out: {type: stdout, inputs: [app], encoding: text}
+        metrics: {interval_secs: 0, to: "$METRICS", format: json}
+        """
+    }
+
+    /// Appends numbered lines to `path`, holding an flock on `lock` for each write so that a rotation run under
+    /// the same lock (`flock LOCK logrotate ...`) never falls between a copy and its truncation. Opening by path
+    /// for each write follows a rename, as an application reopening its log does.
+    static func append(_ range: Range<Int>, to path: String, lock: String) {
+        let lockDescriptor = open(lock, O_RDWR | O_CREAT, 0o644)
+        defer { close(lockDescriptor) }
+        flock(lockDescriptor, LOCK_EX)
+        defer { flock(lockDescriptor, LOCK_UN) }
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+        defer { close(descriptor) }
+        let text = range.map { "line \($0)\n" }.joined()
+        _ = text.withCString { write(descriptor, $0, strlen($0)) }
+    }
+
+    /// Reads stdout lines until `count` distinct lines came or 60 s passed.
+    static func readLines(_ child: SluiceProcess, until count: Int, into lines: inout [String], _ partial: inout Data) {
+        let deadline = Date().addingTimeInterval(60)
+        while Set(lines).count < count, Date() < deadline {
+            guard let chunk = child.readChunkIfAvailable(waitingMillis: 500) else { continue }
+            partial.append(chunk)
+            while let newline = partial.firstIndex(of: UInt8(ascii: "\n")) {
+                lines.append(String(decoding: partial[partial.startIndex..<newline], as: UTF8.self))
+                partial.removeSubrange(partial.startIndex...newline)
+            }
+        }
+    }
+
+    @Test(
+        .enabled(if: logrotate != nil, "logrotate is not installed (scripts/install-deps installs it)"),
+        arguments: ["nocreate", "copytruncate"])
+    func everyLineArrivesOnceThroughRealRotations(_ mode: String) throws {
+        let pipeline = try TemporaryPipeline("")
+        let directory = pipeline.directory.path
+        try Self.pipeline(directory).replacingOccurrences(of: "$METRICS", with: pipeline.metricsPath)
+            .write(toFile: pipeline.path, atomically: true, encoding: .utf8)
+        defer { pipeline.remove() }
+        let log = directory + "/app.log"
+        let lock = directory + "/writer.lock"
+        let config = directory + "/logrotate.conf"
+        try "\(log) {\n  rotate 3\n  \(mode)\n  missingok\n}\n".write(toFile: config, atomically: true, encoding: .utf8)
+        Self.append(0..<1, to: log, lock: lock)
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        var lines: [String] = []
+        var partial = Data()
+        let perRound = 2_000
+        for round in 0..<4 {
+            for block in 0..<10 {
+                let start = 1 + round * perRound + block * perRound / 10
+                Self.append(start..<start + perRound / 10, to: log, lock: lock)
+            }
+            // Rotate under the writer's lock, while Sluice may be anywhere in the file.
+            let rotation = Process()
+            rotation.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+            rotation.arguments = [lock, Self.logrotate!, "-f", "-s", directory + "/logrotate.state", config]
+            try rotation.run()
+            rotation.waitUntilExit()
+            #expect(rotation.terminationStatus == 0, "logrotate failed in round \(round)")
+        }
+        let total = 1 + 4 * perRound
+        Self.readLines(child, until: total, into: &lines, &partial)
+        kill(child.process.processIdentifier, SIGTERM)
+        var rest = partial
+        rest.append(child.readAllOutput())
+        lines += String(decoding: rest, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(child.waitForExit() == 0)
+        let expected = (0..<total).map { "line \($0)" }
+        #expect(Set(lines) == Set(expected), "missing: \(Set(expected).subtracting(lines).sorted().prefix(5))")
+        #expect(lines.count == total, "every line once: \(lines.count) lines for \(total)")
+        let source = try #require(try pipeline.finalComponent("app"))
+        #expect(source.int("sent_events_total") == total)
+        #expect(source.balances)
+        #expect(
+            source.int("rotations_total") ?? 0 >= 4, "rotations seen: \(String(describing: source["rotations_total"]))")
+        guard case .object(let files)? = source["files"] else {
+            Issue.record("no per-file figures")
+            return
+        }
+        for file in files.fields { #expect(file.value.int("lag_bytes") == 0, "\(file.key)") }
+    }
+
+    /// A crash loses nothing: the checkpoint never names a line not yet written, and a restart resumes there.
+    @Test func aKillDashNineLosesNothingAndTheRestartResumesAtTheCheckpoint() throws {
+        let pipeline = try TemporaryPipeline("")
+        let directory = pipeline.directory.path
+        let output = directory + "/out.txt"
+        try """
+        sources:
+          app: {type: file, include: ["\(directory)/app.log"], data_dir: "\(directory)/data"}
+        sinks:
+          out: {type: file, inputs: [app], path: "\(output)", mode: append, encoding: text}
+        """.write(toFile: pipeline.path, atomically: true, encoding: .utf8)
+        defer { pipeline.remove() }
+        let log = directory + "/app.log"
+        let total = 500_000
+        for start in stride(from: 0, to: total, by: 100_000) {
+            Self.append(start..<start + 100_000, to: log, lock: directory + "/writer.lock")
+        }
+        let checkpoints = directory + "/data/app.checkpoints.json"
+        func lines(_ path: String) throws -> [Substring] {
+            String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self).split(separator: "\n")
+        }
+
+        // Killed as soon as the first checkpoint is saved, a second into a run of several.
+        let first = SluiceProcess(["run", pipeline.path])
+        try first.start()
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: checkpoints), Date() < deadline { usleep(5_000) }
+        kill(first.process.processIdentifier, SIGKILL)
+        _ = first.waitForExit()
+        let firstCount = try lines(output).count
+        let checkpoint = try JSONReader.parse(Array(try Data(contentsOf: URL(fileURLWithPath: checkpoints))))
+        guard case .array(let files)? = checkpoint["files"], case .int(let offset)? = files.first?["offset"] else {
+            Issue.record("no checkpoint: \(checkpoint)")
+            return
+        }
+        // Lines are "line N\n": the offset is where a line begins, and every line before it was written.
+        let prefix = try Data(contentsOf: URL(fileURLWithPath: log)).prefix(Int(offset))
+        let committed = prefix.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+        #expect(offset > 0 && prefix.last == UInt8(ascii: "\n"), "offset \(offset)")
+        #expect(committed <= firstCount, "the checkpoint names \(committed) lines; \(firstCount) were written")
+
+        let second = SluiceProcess(["run", pipeline.path])
+        try second.start()
+        let done = Date().addingTimeInterval(120)
+        while (try? lines(output).count) ?? 0 < firstCount + total - committed, Date() < done { usleep(50_000) }
+        kill(second.process.processIdentifier, SIGTERM)
+        #expect(second.waitForExit() == 0)
+        let all = try lines(output)
+        #expect(all.count == firstCount + total - committed, "the restart resumes at the checkpoint")
+        #expect(Array(all[firstCount...]) == (committed..<total).map { Substring("line \($0)") })
+        #expect(Array(all[..<committed]) == (0..<committed).map { Substring("line \($0)") }, "nothing lost")
+        print(
+            "kill -9 after \(firstCount) of \(total) lines; checkpoint at \(committed); \(firstCount - committed) again"
+        )
+    }
+
+    /// A file deleted while open is read to its end; a truncated one is read again from its start.
+    @Test func deletedAndTruncatedFilesAreFollowed() throws {
+        let pipeline = try TemporaryPipeline("")
+        let directory = pipeline.directory.path
+        try Self.pipeline(directory).replacingOccurrences(of: "$METRICS", with: pipeline.metricsPath)
+            .write(toFile: pipeline.path, atomically: true, encoding: .utf8)
+        defer { pipeline.remove() }
+        let log = directory + "/app.log"
+        let lock = directory + "/writer.lock"
+        Self.append(0..<10, to: log, lock: lock)
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        var lines: [String] = []
+        var partial = Data()
+        Self.readLines(child, until: 10, into: &lines, &partial)
+        // Truncate in place and write anew: read from 0 again.
+        #expect(truncate(log, 0) == 0)
+        let descriptor = open(log, O_WRONLY | O_APPEND)
+        _ = "fresh 0\nfresh 1\n".withCString { write(descriptor, $0, strlen($0)) }
+        Self.readLines(child, until: 12, into: &lines, &partial)
+        // Written and deleted at once: the open file is still read to its end.
+        _ = "after unlink\n".withCString { write(descriptor, $0, strlen($0)) }
+        unlink(log)
+        close(descriptor)
+        Self.readLines(child, until: 13, into: &lines, &partial)
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0)
+        #expect(lines == (0..<10).map { "line \($0)" } + ["fresh 0", "fresh 1", "after unlink"])
+    }
+}
