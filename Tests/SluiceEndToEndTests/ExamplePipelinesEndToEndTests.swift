@@ -55,20 +55,88 @@ struct ExamplePipelinesEndToEndTests {
         }
     }
 
-    @Test func logErrorsKeepsErrorLinesWithFields() throws {
+    @Test func logErrorsKeepsErrorLinesAndParsesThem() throws {
         let (status, output, _) = try SluiceProcess.run(
             ["run", "Pipelines/log-errors.yaml"],
-            stdin:
-                "INFO start\nERROR disk full on /dev/sda1\nWARN slow\nerror: timeout after 30s\nFATAL error now\nterrorism is not a match\n"
-        )
+            stdin: "INFO start\nERROR disk full on /dev/sda1\nWARN slow\nFATAL error now\nterrorism is not a match\n"
+                + "2026-11-30T12:00:01.123Z ERROR service=api-3 req=123456 took=87ms path=/v1/items/42\n")
         #expect(status == 0)
         let events = try output.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+        #expect(events.map { $0["level"] } == ["error", "fatal", "error"])
         #expect(
-            events.map { $0["line"] } == [
-                "ERROR disk full on /dev/sda1", "error: timeout after 30s", "FATAL error now",
+            events.map { $0["text"] } == [
+                "disk full on /dev/sda1", "error now", "service=api-3 req=123456 took=87ms path=/v1/items/42",
             ])
-        #expect(events.map { $0["level"] } == ["error", "error", "fatal"])
-        #expect(events.map { $0["words"] } == [5, 4, 3])
+        #expect(events.last?["epoch_ms"] == .int(1_796_040_001_123))
+        #expect(events.last?["pairs"] == ["service": "api-3", "req": "123456", "took": "87ms", "path": "/v1/items/42"])
+        #expect(events.first?["pairs"] == .null)
+    }
+
+    @Test func appErrorsMultilineKeepsEachTraceWhole() throws {
+        let (status, output, _) = try SluiceProcess.run(
+            ["run", "Pipelines/app-errors-multiline.yaml"],
+            stdin: "2026-11-30 12:00:01 INFO up\n2026-11-30 12:00:02 ERROR request failed\n"
+                + "java.io.IOException: disk\n\tat A.b(A.java:1)\n\tat C.d(C.java:2)\n2026-11-30 12:00:03 WARN slow\n"
+                + "2026-11-30 12:00:04 FATAL dying")
+        #expect(status == 0)
+        let events = try output.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+        #expect(events.map { $0["summary"] } == ["request failed", "dying"])
+        #expect(events.map { $0["exception"] } == ["java.io.IOException", .null])
+        #expect(events.map { $0["frames"] } == [2, 0])
+        #expect(events.first?["epoch_ms"] == .int(1_796_040_002_000))
+        #expect(
+            events.first?["message"]
+                == "2026-11-30 12:00:02 ERROR request failed\njava.io.IOException: disk\n\tat A.b(A.java:1)\n\tat C.d(C.java:2)"
+        )
+    }
+
+    @Test func syslogToJSONParsesBothFormatsAndCountsTheRest() throws {
+        let (status, output, errors) = try SluiceProcess.run(
+            ["run", "Pipelines/syslog-to-json.yaml"],
+            stdin: "<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - su failed\n"
+                + "<13>Feb  5 17:32:18 host app[7]: hi\n<15>Feb  5 17:32:19 host app[7]: debug noise\nnot syslog\n")
+        #expect(status == 0)
+        let events = try output.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+        #expect(events.map { $0["severity"] } == ["crit", "notice"])
+        #expect(events.map { $0["message"] } == ["su failed", "hi"])
+        #expect(events.first?["epoch_ms"] == .int(1_065_910_455_003))
+        #expect(events.last?["pid"] == 7)
+        #expect(errors.contains("parsed") && errors.contains("error=1") && errors.contains("filtered=1"))
+    }
+
+    @Test func nginxAccessCountsEveryRequestOfAFileByMinuteAndStatusClass() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // 300 requests, 0.5 s apart: 2.5 minutes, statuses cycling through 200, 304, 404, 503.
+        let statuses = [200, 304, 404, 503]
+        let lines = (0..<300).map { index in
+            let second = index / 2
+            let time = String(format: "30/Nov/2026:12:%02d:%02d +0000", second / 60, second % 60)
+            return
+                "10.0.0.\(index % 5) - - [\(time)] \"GET /items/\(index) HTTP/1.1\" \(statuses[index % 4]) 100 \"-\" \"curl/8\""
+        }
+        let log = directory.appendingPathComponent("access.log").path
+        try (lines.joined(separator: "\n") + "\n").write(toFile: log, atomically: true, encoding: .utf8)
+        let child = SluiceProcess(
+            ["run", "Pipelines/nginx-access.yaml"],
+            environment: ["ACCESS_LOG": log, "SLUICE_DATA": directory.appendingPathComponent("data").path])
+        try child.start()
+        child.feed { _ in nil }
+        var output = Data()
+        // The first two minutes close on the watermark; the last, partial one at the stop.
+        while output.split(separator: UInt8(ascii: "\n")).count < 8, let chunk = child.readChunk() {
+            output.append(chunk)
+        }
+        kill(child.process.processIdentifier, SIGTERM)
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit(seconds: 30) == 0)
+        let rows = try output.split(separator: UInt8(ascii: "\n")).map { try JSONReader.parse(Array($0)) }
+        #expect(rows.count == 12, "three minutes of four classes")
+        #expect(rows.reduce(0) { $0 + ($1.int("requests") ?? 0) } == 300)
+        #expect(Set(rows.compactMap { $0["status_class"] }) == ["2xx", "3xx", "4xx", "5xx"])
+        #expect(rows.allSatisfy { $0.int("hosts") == 5 && $0["p95_bytes"] != nil })
+        #expect(rows.filter { $0["partial"] == true }.count == 4)
     }
 
     @Test func burstBackpressureDropsOnTheStalledConsoleOnly() throws {
