@@ -39,8 +39,11 @@ struct FileSourceEndToEndTests {
     }
 
     /// Reads stdout lines until `count` distinct lines came or 60 s passed.
-    static func readLines(_ child: SluiceProcess, until count: Int, into lines: inout [String], _ partial: inout Data) {
-        let deadline = Date().addingTimeInterval(60)
+    static func readLines(
+        _ child: SluiceProcess, until count: Int, into lines: inout [String], _ partial: inout Data,
+        waitingAtMost seconds: Double = 60
+    ) {
+        let deadline = Date().addingTimeInterval(seconds)
         while Set(lines).count < count, Date() < deadline {
             guard let chunk = child.readChunkIfAvailable(waitingMillis: 500) else { continue }
             partial.append(chunk)
@@ -189,5 +192,37 @@ struct FileSourceEndToEndTests {
         kill(child.process.processIdentifier, SIGTERM)
         #expect(child.waitForExit() == 0)
         #expect(lines == (0..<10).map { "line \($0)" } + ["fresh 0", "fresh 1", "after unlink"])
+    }
+
+    /// Renamed out of the globs, a file is still read while its writer adds the last lines before reopening.
+    @Test func aFileRenamedAwayIsReadToTheEndOfItsLastWrites() throws {
+        let pipeline = try TemporaryPipeline("")
+        let directory = pipeline.directory.path
+        try """
+        sources:
+          app: {type: file, include: ["\(directory)/app.log"], glob_interval_ms: 50}
+        sinks:
+          out: {type: stdout, inputs: [app], encoding: text}
+        """.write(toFile: pipeline.path, atomically: true, encoding: .utf8)
+        defer { pipeline.remove() }
+        let log = directory + "/app.log"
+        let writer = open(log, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+        _ = "old 0\nold 1\n".withCString { write(writer, $0, strlen($0)) }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        var lines: [String] = []
+        var partial = Data()
+        Self.readLines(child, until: 2, into: &lines, &partial)
+        #expect(rename(log, log + ".1") == 0)
+        // Sluice matches the globs again (every 50 ms) and no longer finds this file; its writer is not done yet.
+        Self.readLines(child, until: 3, into: &lines, &partial, waitingAtMost: 0.3)
+        _ = "old 2\n".withCString { write(writer, $0, strlen($0)) }
+        close(writer)
+        Self.append(0..<2, to: log, lock: directory + "/writer.lock")
+        Self.readLines(child, until: 5, into: &lines, &partial)
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0)
+        #expect(Set(lines) == ["old 0", "old 1", "old 2", "line 0", "line 1"])
+        #expect(lines.count == 5)
     }
 }

@@ -69,7 +69,7 @@ final class FileSource: Source {
         }
         var nextScan = Int64.min
         var firstScan = true
-        while !context.stop.isStopped {
+        while !context.stop.isStopped, !Task.isCancelled {
             let now = WallClock.nowMillis()
             if now >= nextScan {
                 tailer.scan(firstScan: firstScan)
@@ -169,7 +169,14 @@ struct Tailer {
             files.append(file)
             seen.insert(files.count - 1)
         }
-        for index in files.indices where !seen.contains(index) { files[index].matched = false }
+        let now = WallClock.nowMillis()
+        for index in files.indices {
+            if seen.contains(index) {
+                files[index].unmatchedSinceMillis = nil
+            } else if files[index].unmatchedSinceMillis == nil {
+                files[index].unmatchedSinceMillis = now
+            }
+        }
     }
 
     private func matchedPaths() -> [String] {
@@ -193,15 +200,23 @@ struct Tailer {
 
     // MARK: - Reading
 
+    /// How long a file gone from the globs must have stopped growing before it is closed.
+    static let closeGraceMillis: Int64 = 1_000
+
     /// Reads up to one chunk from every file with new bytes: files no longer matched first (a rotated file is
     /// read to its end before its successor), then the others.
     mutating func readRound() -> Round {
         var round = Round()
         let order = files.indices.sorted { !files[$0].matched && files[$1].matched }
         var finished: [Int] = []
+        let now = WallClock.nowMillis()
+        /// Gone from the globs and quiet for the grace period: done.
+        func isDone(_ index: Int) -> Bool {
+            files[index].unmatchedSinceMillis.map { now - $0 >= Self.closeGraceMillis } ?? false
+        }
         for index in order {
             if !files[index].identify() {
-                if !files[index].matched { finished.append(index) }
+                if isDone(index) { finished.append(index) }
                 continue
             }
             let fingerprint = files[index].fingerprint!
@@ -209,7 +224,8 @@ struct Tailer {
             let before = files[index].safeOffset
             if readChunk(index, into: &round) {
                 round.progressed = true
-            } else if !files[index].matched {
+                if !files[index].matched { files[index].unmatchedSinceMillis = now }
+            } else if isDone(index) {
                 // At the end of a file that was rotated or deleted away: its last line needs no newline.
                 finish(index, into: &round)
                 finished.append(index)

@@ -17,9 +17,11 @@ struct TailedFile {
     var offset: Int64
     var splitter: LineSplitter
     var decoder: LineDecoder
-    /// The path still leads to this file (as matched at the last scan); when it does not, the file is read to
-    /// its end and closed.
-    var matched = true
+    /// Since when no path matched leads to this file (renamed out of the globs, or deleted), in epoch
+    /// milliseconds; such a file is read to its end and closed once it has stopped growing for a second, as a
+    /// writer may still add a few lines before it reopens its log.
+    var unmatchedSinceMillis: Int64?
+    var matched: Bool { unmatchedSinceMillis == nil }
     var size: Int64 = 0
     var bytesRead: Int64 = 0
     var rotations = 0
