@@ -200,9 +200,9 @@ struct FileSourceEndToEndTests {
         let directory = pipeline.directory.path
         try """
         sources:
-          app: {type: file, include: ["\(directory)/app.log"], glob_interval_ms: 50}
+          app: {type: file, include: ["\(directory)/app.log"], glob_interval_ms: 50, path_field: file}
         sinks:
-          out: {type: stdout, inputs: [app], encoding: text}
+          out: {type: stdout, inputs: [app]}
         """.write(toFile: pipeline.path, atomically: true, encoding: .utf8)
         defer { pipeline.remove() }
         let log = directory + "/app.log"
@@ -222,7 +222,10 @@ struct FileSourceEndToEndTests {
         Self.readLines(child, until: 5, into: &lines, &partial)
         kill(child.process.processIdentifier, SIGTERM)
         #expect(child.waitForExit() == 0)
-        #expect(Set(lines) == ["old 0", "old 1", "old 2", "line 0", "line 1"])
-        #expect(lines.count == 5)
+        let events = try lines.map { try JSONReader.parse($0) }
+        #expect(Set(events.compactMap { $0["message"] }) == ["old 0", "old 1", "old 2", "line 0", "line 1"])
+        #expect(events.count == 5)
+        // The path the file was found under: a file renamed out of the globs keeps it.
+        #expect(events.allSatisfy { $0["file"] == .string(log) })
     }
 }

@@ -285,21 +285,31 @@ struct Tailer {
             let bytes = UnsafeBufferPointer(rebasing: bytes[..<count])
             return files[index].decode(bytes)
         }
-        round.batches.append(contentsOf: batches)
-        countDecoded(index)
+        add(batches, from: index, to: &round)
         return true
     }
 
     /// Emits a partial last line and an open multi-line event of a file that ended.
     private mutating func finish(_ index: Int, into round: inout Round) {
-        round.batches.append(contentsOf: files[index].decodeEnd())
-        countDecoded(index)
+        add(files[index].decodeEnd(), from: index, to: &round)
     }
 
     /// Emits an open multi-line event whose timeout passed.
     private mutating func flushIfDue(_ index: Int, into round: inout Round) {
         guard let due = files[index].decoder.multiline?.deadlineNanos, due <= MonotonicClock.nanos() else { return }
-        round.batches.append(files[index].decoder.flushMultiline())
+        add([files[index].decoder.flushMultiline()], from: index, to: &round)
+    }
+
+    /// Adds a file's events to the round, each given the file's path with `path_field`, and counts them.
+    private mutating func add(_ batches: [[Event]], from index: Int, to round: inout Round) {
+        var batches = batches
+        if let field = config.pathField {
+            let path = JSONValue.string(files[index].path)
+            for batch in batches.indices {
+                for event in batches[batch].indices { try? batches[batch][event].set(field, to: path) }
+            }
+        }
+        round.batches.append(contentsOf: batches)
         countDecoded(index)
     }
 
@@ -312,8 +322,7 @@ struct Tailer {
     mutating func flushAll() -> Round {
         var round = Round()
         for index in files.indices {
-            round.batches.append(files[index].decoder.flushMultiline())
-            countDecoded(index)
+            add([files[index].decoder.flushMultiline()], from: index, to: &round)
             if let fingerprint = files[index].fingerprint {
                 round.offsets[fingerprint] = FileCheckpoint(path: files[index].path, offset: files[index].safeOffset)
             }

@@ -31,6 +31,8 @@ public struct FileSourceConfig: SourceConfig {
     public var maxLineBytes = 1 << 20
     public var multiline: MultilineConfig?
     public var globIntervalMillis = 1_000
+    /// A field given the path of the file each event came from (as Vector's `file`); none when `nil`.
+    public var pathField: EventPath?
 
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let node = options.required("include", note: "for example include: [/var/log/app/*.log]") {
@@ -49,6 +51,14 @@ public struct FileSourceConfig: SourceConfig {
         if let value = options.value("decoding")?.choice(EventDecoding.self) { decoding = value }
         if let limit = options.value("max_line_bytes")?.int(in: 1...(1 << 30)) { maxLineBytes = limit }
         if let value = options.value("glob_interval_ms")?.int(in: 10...3_600_000) { globIntervalMillis = value }
+        if let node = options.value("path_field"), let text = node.string() {
+            pathField = EventPath(text)
+            if pathField == nil {
+                options.log.error(
+                    "invalid field path '\(text)' for 'path_field'", at: node.mark,
+                    notes: ["write a field name such as file"])
+            }
+        }
         multiline = MultilineConfig.read(options, decoding: decoding)
         try options.validated()
     }
