@@ -259,13 +259,19 @@ struct Tailer {
     private mutating func readChunk(_ index: Int, into round: inout Round) -> Bool {
         guard let size = files[index].currentSize() else { return false }
         files[index].size = size
-        if size < files[index].offset {
-            // Truncated in place (copy-truncate): what was read stays read; the new content starts at 0.
-            finish(index, into: &round)
+        // Truncated in place (copy-truncate): what was read stays read; the new content starts at 0. A writer may
+        // have written past the old offset again before this look, so new bytes also have the first line checked.
+        if size < files[index].offset
+            || (size > files[index].offset && files[index].currentFingerprint() != files[index].fingerprint)
+        {
+            // A partly read last line is left to the copy, which resumes where it begins; an open multi-line event
+            // is complete as far as it goes.
+            let resumeAt = files[index].offset - Int64(files[index].splitter.pendingBytes)
+            files[index].splitter = LineSplitter(maxLineBytes: config.maxLineBytes)
+            add([files[index].decoder.flushMultiline()], from: index, to: &round)
             if let fingerprint = files[index].fingerprint {
-                // Its copy, if rotation made one, resumes here.
-                readThrough[fingerprint] = files[index].offset
-                round.offsets[fingerprint] = FileCheckpoint(path: files[index].path, offset: files[index].offset)
+                readThrough[fingerprint] = resumeAt
+                round.offsets[fingerprint] = FileCheckpoint(path: files[index].path, offset: resumeAt)
             }
             files[index].rotations += 1
             rotations += 1

@@ -34,11 +34,16 @@ struct TailedFile {
     /// Reads the first line and names the file by it; false while it is not complete.
     mutating func identify() -> Bool {
         if fingerprint != nil { return true }
+        fingerprint = currentFingerprint()
+        return fingerprint != nil
+    }
+
+    /// The fingerprint of what the file begins with now.
+    func currentFingerprint() -> FileFingerprint? {
         var head = [UInt8](repeating: 0, count: FileFingerprint.maxBytes)
         let count = head.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return false }
-        fingerprint = head.withUnsafeBytes { FileFingerprint(head: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-        return fingerprint != nil
+        guard count > 0 else { return nil }
+        return head.withUnsafeBytes { FileFingerprint(head: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
     }
 
     /// Decodes the lines of the next bytes read. The splitter is taken out meanwhile (the decoder and it cannot
