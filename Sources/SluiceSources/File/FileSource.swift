@@ -13,8 +13,8 @@ internal import Synchronization
 /// to their end), then waits up to 100 ms; the globs are matched again every `glob_interval_ms`. Files are told
 /// apart by device and inode while open and by a fingerprint of their first line across rotations and restarts:
 /// a rename keeps the descriptor reading the old file to its end while the new one starts at 0, a copy-truncate
-/// is seen as a size below the offset (read from 0 again), and its copy, having the old fingerprint, resumes
-/// where the old file was left.
+/// is seen as a size below the offset or a changed first line (read from 0 again), and its copy, having the old
+/// fingerprint, resumes where the old file was left.
 ///
 /// A checkpoint records a line only once every event made from it is finished (``SourceContext/finishedBefore``):
 /// written by the sinks, or discarded on purpose. It is written at most once a second and after the pipeline
