@@ -150,19 +150,7 @@ public enum SluiceCommand {
     // MARK: - Helpers
 
     private static func readFile(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = read(descriptor, &chunk, chunk.count)
-            if count < 0, errno == EINTR { continue }
-            if count < 0 { return nil }
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        (try? FileContents.read(path)).map { String(decoding: $0, as: UTF8.self) }
     }
 
     private static func printError(_ text: String) {

@@ -75,19 +75,12 @@ final class FileCheckpointStore: Sendable {
     /// The checkpoints written last; empty when there are none. A damaged file is an error, not a silent restart
     /// from scratch (which would read every file again).
     func load() throws(FileSourceError) -> [FileFingerprint: FileCheckpoint] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        if descriptor < 0 {
-            if errno == ENOENT { return [:] }
-            throw FileSourceError("cannot read '\(path)': \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = read(descriptor, &chunk, chunk.count)
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes.append(contentsOf: chunk[0..<count])
+        let bytes: [UInt8]
+        do {
+            bytes = try FileContents.read(path)
+        } catch {
+            if error.isMissing { return [:] }
+            throw FileSourceError("cannot read '\(path)': \(error.message)")
         }
         let damaged = FileSourceError("'\(path)' is damaged; move it away to start again by read_from")
         guard case .object(let root)? = try? JSONReader.parse(bytes), case .array(let files)? = root["files"] else {
