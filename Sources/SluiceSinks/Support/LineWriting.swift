@@ -16,16 +16,19 @@ struct LineWriting {
         var errors = EvaluationErrorLog(componentID: context.id, log: context.log)
         var pending = Self.emptyBuffer()
         var ingestTimes: [UInt64] = []
+        // The earliest of `ingestTimes`, kept as they are added rather than searched for at every batch.
+        var oldestPending = UInt64.max
         var lastWrite = MonotonicClock.nanos()
         while true {
             // Unwritten lines stay held (for sources that keep positions) until their bytes are written.
-            context.held.set(ingestTimes.oldestIngestNanos)
+            context.held.set(oldestPending)
             guard let batch = await input.next() else { break }
             var failed = 0
             for event in batch {
                 do {
                     try format.append(event, to: &pending)
                     ingestTimes.append(event.ingestNanos)
+                    oldestPending = min(oldestPending, event.ingestNanos)
                 } catch {
                     failed += 1
                     errors.report(error, in: "template")
@@ -35,6 +38,7 @@ struct LineWriting {
             let now = MonotonicClock.nanos()
             if pending.count >= Self.flushBytes || input.isEmpty || now &- lastWrite >= Self.flushIntervalNanos {
                 try await write(&pending, &ingestTimes, metrics)
+                oldestPending = .max
                 lastWrite = now
             }
         }
@@ -63,9 +67,4 @@ struct LineWriting {
         buffer.reserveCapacity(flushBytes + 4096)
         return buffer
     }
-}
-
-extension [UInt64] {
-    /// The smallest time, `UInt64.max` for none.
-    fileprivate var oldestIngestNanos: UInt64 { self.min() ?? .max }
 }

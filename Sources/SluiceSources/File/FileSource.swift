@@ -63,7 +63,8 @@ final class FileSource: Source {
             }
         }
         func publish() {
-            multiline.update(cuts: tailer.multilineTotals.cuts, joined: tailer.multilineTotals.joined)
+            let totals = tailer.multilineTotals
+            multiline.update(cuts: totals.cuts, joined: totals.joined)
             rotations.store(tailer.rotations, ordering: .relaxed)
             figures.locked { $0 = tailer.figures }
         }
