@@ -58,10 +58,8 @@ struct FileSourceEndToEndTests {
         .enabled(if: logrotate != nil, "logrotate is not installed (scripts/install-deps installs it)"),
         arguments: ["nocreate", "copytruncate"])
     func everyLineArrivesOnceThroughRealRotations(_ mode: String) throws {
-        let pipeline = try TemporaryPipeline("")
+        let pipeline = try TemporaryPipeline(inItsDirectory: Self.pipeline)
         let directory = pipeline.directory.path
-        try Self.pipeline(directory).replacingOccurrences(of: "$METRICS", with: pipeline.metricsPath)
-            .write(toFile: pipeline.path, atomically: true, encoding: .utf8)
         defer { pipeline.remove() }
         let log = directory + "/app.log"
         let lock = directory + "/writer.lock"
@@ -113,15 +111,16 @@ struct FileSourceEndToEndTests {
 
     /// A crash loses nothing: the checkpoint never names a line not yet written, and a restart resumes there.
     @Test func aKillDashNineLosesNothingAndTheRestartResumesAtTheCheckpoint() throws {
-        let pipeline = try TemporaryPipeline("")
+        let pipeline = try TemporaryPipeline(inItsDirectory: { directory in
+            """
+            sources:
+              app: {type: file, include: ["\(directory)/app.log"], data_dir: "\(directory)/data"}
+            sinks:
+              out: {type: file, inputs: [app], path: "\(directory)/out.txt", mode: append, encoding: text}
+            """
+        })
         let directory = pipeline.directory.path
         let output = directory + "/out.txt"
-        try """
-        sources:
-          app: {type: file, include: ["\(directory)/app.log"], data_dir: "\(directory)/data"}
-        sinks:
-          out: {type: file, inputs: [app], path: "\(output)", mode: append, encoding: text}
-        """.write(toFile: pipeline.path, atomically: true, encoding: .utf8)
         defer { pipeline.remove() }
         let log = directory + "/app.log"
         let total = 500_000
@@ -169,10 +168,8 @@ struct FileSourceEndToEndTests {
 
     /// A file deleted while open is read to its end; a truncated one is read again from its start.
     @Test func deletedAndTruncatedFilesAreFollowed() throws {
-        let pipeline = try TemporaryPipeline("")
+        let pipeline = try TemporaryPipeline(inItsDirectory: Self.pipeline)
         let directory = pipeline.directory.path
-        try Self.pipeline(directory).replacingOccurrences(of: "$METRICS", with: pipeline.metricsPath)
-            .write(toFile: pipeline.path, atomically: true, encoding: .utf8)
         defer { pipeline.remove() }
         let log = directory + "/app.log"
         let lock = directory + "/writer.lock"
@@ -199,14 +196,15 @@ struct FileSourceEndToEndTests {
 
     /// Renamed out of the globs, a file is still read while its writer adds the last lines before reopening.
     @Test func aFileRenamedAwayIsReadToTheEndOfItsLastWrites() throws {
-        let pipeline = try TemporaryPipeline("")
+        let pipeline = try TemporaryPipeline(inItsDirectory: { directory in
+            """
+            sources:
+              app: {type: file, include: ["\(directory)/app.log"], glob_interval_ms: 50, path_field: file}
+            sinks:
+              out: {type: stdout, inputs: [app]}
+            """
+        })
         let directory = pipeline.directory.path
-        try """
-        sources:
-          app: {type: file, include: ["\(directory)/app.log"], glob_interval_ms: 50, path_field: file}
-        sinks:
-          out: {type: stdout, inputs: [app]}
-        """.write(toFile: pipeline.path, atomically: true, encoding: .utf8)
         defer { pipeline.remove() }
         let log = directory + "/app.log"
         let writer = open(log, O_WRONLY | O_APPEND | O_CREAT, 0o644)

@@ -187,6 +187,13 @@ struct TemporaryPipeline {
             toFile: path, atomically: true, encoding: .utf8)
     }
 
+    /// A pipeline whose text names files in its own directory: `yaml` is given the directory's path.
+    init(inItsDirectory yaml: (String) -> String) throws {
+        try self.init("")
+        try yaml(directory.path).replacingOccurrences(of: "$METRICS", with: metricsPath).write(
+            toFile: path, atomically: true, encoding: .utf8)
+    }
+
     /// Every metrics report written, parsed.
     func reports() throws -> [JSONValue] {
         let text = try String(contentsOfFile: metricsPath, encoding: .utf8)
