@@ -145,7 +145,8 @@ final class FileCheckpointStore: Sendable {
 final class FileCheckpointKeeper: Sendable {
     /// The checkpoints found at the start.
     let loaded: [FileFingerprint: FileCheckpoint]
-    private let store: Mutex<FileCheckpointStore>
+    /// Saved to by one task at a time: the checkpoint task, which `run` awaits before `pipelineEnded` saves.
+    private let store: FileCheckpointStore
     private let state: Mutex<State>
 
     private struct State {
@@ -158,7 +159,7 @@ final class FileCheckpointKeeper: Sendable {
 
     init(store: FileCheckpointStore) throws(FileSourceError) {
         loaded = try store.load()
-        self.store = Mutex(store)
+        self.store = store
         state = Mutex(State(committed: loaded, saved: loaded))
     }
 
@@ -183,7 +184,7 @@ final class FileCheckpointKeeper: Sendable {
         }
         guard let changed else { return }
         do {
-            try store.locked { try $0.save(changed) }
+            try store.save(changed)
             state.locked { $0.saved = changed }
         } catch {
             log?.error("\(error); the checkpoint is saved again in a second")
