@@ -28,6 +28,12 @@ let package = Package(
             providers: [.apt(["libpcre2-dev"])]
         ),
         .target(name: "SluiceRegex", dependencies: ["CLibPCRE2"]),
+        .systemLibrary(
+            name: "CLibRdKafka",
+            pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]
+        ),
+        .target(name: "SluiceKafka", dependencies: ["CLibRdKafka", "SluiceSync"]),
 
         // MARK: - Core, components, command line
 
@@ -36,11 +42,21 @@ let package = Package(
         .target(name: "SluiceCore", dependencies: ["SluiceYAML", "SluiceSync", "SluiceRegex"]),
         // The `websocket_server` options shared by the sink and the source, and their mapping onto the wrapper.
         .target(name: "SluiceWebSocketListener", dependencies: ["SluiceCore", "SluiceWebSocket"]),
+        // The `kafka` options shared by the source and the sink, and their errors' reporting.
+        .target(name: "SluiceKafkaClientConfig", dependencies: ["SluiceCore", "SluiceSync", "SluiceKafka"]),
         .target(
             name: "SluiceSources",
-            dependencies: ["SluiceCore", "SluiceSync", "SluiceWebSocket", "SluiceWebSocketListener", "SluiceRegex"]),
+            dependencies: [
+                "SluiceCore", "SluiceSync", "SluiceWebSocket", "SluiceWebSocketListener", "SluiceRegex", "SluiceKafka",
+                "SluiceKafkaClientConfig",
+            ]),
         .target(name: "SluiceTransforms", dependencies: ["SluiceCore"]),
-        .target(name: "SluiceSinks", dependencies: ["SluiceCore", "SluiceWebSocket", "SluiceWebSocketListener"]),
+        .target(
+            name: "SluiceSinks",
+            dependencies: [
+                "SluiceCore", "SluiceSync", "SluiceWebSocket", "SluiceWebSocketListener", "SluiceKafka",
+                "SluiceKafkaClientConfig",
+            ]),
         .target(
             name: "SluiceCLI",
             dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks"]
@@ -57,7 +73,7 @@ let package = Package(
             name: "SluiceComponentsTests",
             dependencies: [
                 "SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks", "SluiceTesting", "SluiceWebSocket",
-                "SluiceYAML",
+                "SluiceYAML", "SluiceSync", "SluiceKafka",
             ]
         ),
         .testTarget(

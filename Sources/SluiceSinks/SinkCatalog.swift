@@ -10,6 +10,7 @@ public enum SinkCatalog {
             .sink(FileSinkConfig.self),
             .sink(BlackholeSinkConfig.self),
             .sink(WebSocketServerSinkConfig.self),
+            .sink(KafkaSinkConfig.self),
         ]
     }
 }

@@ -11,6 +11,7 @@ public enum SourceCatalog {
             .source(WebSocketSourceConfig.self),
             .source(WebSocketServerSourceConfig.self),
             .source(FileSourceConfig.self),
+            .source(KafkaSourceConfig.self),
         ]
     }
 }

@@ -56,3 +56,18 @@ public enum ThreadSanitizerHandOff {
     @inlinable
     public static func receive() { threadSanitizerAcquire?(threadSanitizerLockToken) }
 }
+
+/// A value behind a mutex that escaping closures can share (a `Mutex` stored in a class cannot be captured
+/// on its own).
+public final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    public init(_ value: Value) {
+        mutex = Mutex(value)
+    }
+
+    /// ``Mutex/locked(_:)`` on the value.
+    public func locked<Result>(_ body: (inout sending Value) -> sending Result) -> sending Result {
+        mutex.locked(body)
+    }
+}

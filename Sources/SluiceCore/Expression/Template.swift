@@ -48,6 +48,16 @@ public struct Template: Sendable {
         }
     }
 
+    /// The text, when the template has no expression: the same for every event.
+    public var constantText: String? {
+        var text = ""
+        for part in parts {
+            guard case .text(let literal) = part else { return nil }
+            text += literal
+        }
+        return text
+    }
+
     /// Appends the rendered text for `event` to `output`.
     public func render(_ event: JSONValue, to output: inout [UInt8]) throws(EvaluationError) {
         try render(to: &output) { (expression) throws(EvaluationError) in try expression.evaluate(event) }

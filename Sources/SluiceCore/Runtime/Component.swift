@@ -68,13 +68,14 @@ public protocol Source: Sendable {
     /// Produces events through `context.output` until the input ends, `context.stop` fires or its task is
     /// cancelled; throwing ends the pipeline with a runtime failure.
     func run(_ context: SourceContext) async throws
-    /// Runs once the whole pipeline has drained, after ``run(_:)``; `succeeded` is false when a component failed.
-    /// Everything the source sent is finished by then (a source that keeps positions commits them now).
-    func pipelineEnded(succeeded: Bool) async
+    /// Runs once the whole pipeline has drained, after ``run(_:)``: a source that keeps positions commits them now,
+    /// as far as ``SourceContext/finishedBefore`` allows (everything sent, unless a component failed or a sink
+    /// could not deliver some of it).
+    func pipelineEnded() async
 }
 
 extension Source {
-    public func pipelineEnded(succeeded: Bool) async {}
+    public func pipelineEnded() async {}
 }
 
 /// A running transform: a synchronous function of one batch, so that a stage never pays a hop per event.

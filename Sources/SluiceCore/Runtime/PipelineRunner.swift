@@ -33,6 +33,9 @@ public final class PipelineRunner: Sendable {
     private let outputClosed = Mutex(false)
     /// What holds events, upstream first: each component's input buffer, then its task's or sink's mark.
     private let holders = Mutex<[@Sendable () -> UInt64]>([])
+    /// What was held when the first component failed: nothing from then on counts as finished, since events
+    /// that reach the failed component's closed input are discarded without being written.
+    private let heldAtFailure = Atomic<UInt64>(.max)
 
     /// Prepares to run `definition`; its components' warnings and errors go to `log`. What a component needs of
     /// the process (the descriptor `stdin` reads, say) was given to its type in the catalog, not to the runner.
@@ -49,12 +52,13 @@ public final class PipelineRunner: Sendable {
 
     /// The earliest ingest time (``MonotonicClock`` nanoseconds) of any event still held in a buffer, a component's
     /// hands, a stateful transform or a sink's unwritten output; `UInt64.max` when nothing is. Every event ingested
-    /// before it is finished: written, or discarded on purpose.
+    /// before it is finished: written, or discarded on purpose. After a component failed it no longer moves.
     ///
     /// No event slips past: holders are read upstream first, and each hands a batch on (its consumer's buffer
     /// holds it) before it lets go of it, so an event moving while they are read is found further down.
     public func heldSinceNanos() -> UInt64 {
-        holders.locked { $0 }.reduce(UInt64.max) { min($0, $1()) }
+        let held = holders.locked { $0 }.reduce(UInt64.max) { min($0, $1()) }
+        return min(held, heldAtFailure.load(ordering: .sequentiallyConsistent))
     }
 
     /// Component ids with every component after all those it reads from.
@@ -164,8 +168,7 @@ public final class PipelineRunner: Sendable {
                 }
             }
         }
-        let succeeded = failures.locked { $0.isEmpty }
-        for source in sources { await source.pipelineEnded(succeeded: succeeded) }
+        for source in sources { await source.pipelineEnded() }
         periodic.cancel()
         await periodic.value
         if let reporter { await reporter.write(reporter.makeReport(final: true)) }
@@ -309,6 +312,8 @@ public final class PipelineRunner: Sendable {
 
     /// Records a failure, reports it, and stops the pipeline: a run with a failed component ends with exit 1.
     private func fail(_ message: String) {
+        // The failed component still holds what it could not write (its input's batch in hand, its mark).
+        heldAtFailure.store(heldSinceNanos(), ordering: .sequentiallyConsistent)
         failures.locked { $0.append(message) }
         log.error(message)
         stopSignal.stop()

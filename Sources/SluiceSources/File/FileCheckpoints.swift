@@ -150,8 +150,8 @@ final class FileCheckpointKeeper: Sendable {
     private let state: Mutex<State>
 
     private struct State {
-        /// Where files' lines ended after each send, with a time later than every event of that send.
-        var waiting: [(madeBefore: UInt64, offsets: [FileFingerprint: FileCheckpoint])] = []
+        /// Where files' lines ended after each send, until that send is finished.
+        var waiting = PendingPositions<FileFingerprint, FileCheckpoint>()
         var committed: [FileFingerprint: FileCheckpoint]
         var saved: [FileFingerprint: FileCheckpoint]
         var failures = 0
@@ -165,21 +165,14 @@ final class FileCheckpointKeeper: Sendable {
 
     /// Notes where the files' lines end now that everything read so far was sent.
     func record(_ offsets: [FileFingerprint: FileCheckpoint], madeBefore: UInt64) {
-        guard !offsets.isEmpty else { return }
-        state.locked { $0.waiting.append((madeBefore, offsets)) }
+        state.locked { $0.waiting.record(offsets, madeBefore: madeBefore) }
     }
 
     /// Commits what is finished (every event made before `finishedBefore`) and saves it if it changed; a failed
     /// save is reported (to `log`) and tried again next time.
     func commit(finishedBefore: UInt64, log: Logger?) {
         let changed = state.locked { state -> [FileFingerprint: FileCheckpoint]? in
-            var finished = 0
-            for entry in state.waiting {
-                guard entry.madeBefore < finishedBefore else { break }
-                state.committed.merge(entry.offsets) { $1 }
-                finished += 1
-            }
-            state.waiting.removeFirst(finished)
+            state.committed.merge(state.waiting.takeFinished(before: finishedBefore)) { $1 }
             return state.committed == state.saved ? nil : state.committed
         }
         guard let changed else { return }

@@ -21,8 +21,8 @@ internal import Synchronization
 /// drained, so a crash repeats at most what was finished in the last second and loses nothing.
 final class FileSource: Source {
     let config: FileSourceConfig
-    /// The checkpoints, handed from `run` to `pipelineEnded`.
-    private let keeper = Mutex<FileCheckpointKeeper?>(nil)
+    /// The checkpoints and what is finished, handed from `run` to `pipelineEnded`.
+    private let keeper = Mutex<(FileCheckpointKeeper, finishedBefore: @Sendable () -> UInt64)?>(nil)
 
     static let chunkBytes = 1 << 19
     static let batchLimit = 1024
@@ -37,7 +37,7 @@ final class FileSource: Source {
         let keeper = try config.dataDirectory.map { directory throws(FileSourceError) in
             try FileCheckpointKeeper(store: FileCheckpointStore(directory: directory, sourceID: context.id))
         }
-        self.keeper.locked { $0 = keeper }
+        self.keeper.locked { $0 = keeper.map { ($0, context.finishedBefore) } }
         var tailer = Tailer(config: config, context: context, checkpoints: keeper?.loaded ?? [:])
         let figures = Mutex<[String: FileFigures]>([:])
         let rotations = Atomic<Int>(0)
@@ -96,11 +96,11 @@ final class FileSource: Source {
         await checkpointer?.value
     }
 
-    /// After the drain every line sent is finished, unless a component failed: then the last periodic
-    /// checkpoint stands.
-    func pipelineEnded(succeeded: Bool) async {
-        guard let keeper = keeper.locked({ $0.take() }) else { return }
-        if succeeded { keeper.commit(finishedBefore: .max, log: nil) }
+    /// After the drain every line sent is finished, unless a component failed (then what was finished before it)
+    /// or a sink could not deliver some events.
+    func pipelineEnded() async {
+        guard let (keeper, finishedBefore) = keeper.locked({ $0.take() }) else { return }
+        keeper.commit(finishedBefore: finishedBefore(), log: nil)
     }
 }
 

@@ -1,6 +1,5 @@
+import SluiceSync
 import Testing
-
-@testable import SluiceWebSocket
 
 struct ServiceThreadTests {
     /// A thread that cannot be created is an error with the system's reason, never a `start()` that waits for a

@@ -1,0 +1,225 @@
+internal import CLibRdKafka
+internal import SluiceSync
+internal import Synchronization
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// A member of a Kafka consumer group, on librdkafka's high-level consumer.
+///
+/// Offsets are never committed on their own (`enable.auto.commit` is off): the owner commits what it has finished
+/// with ``commit(_:)``. ``poll(timeoutMillis:_:)`` blocks, so all of it runs on one thread of the owner's, never
+/// on Swift's cooperative pool; the rebalance handler runs inside `poll` on that thread.
+public final class KafkaConsumer: @unchecked Sendable {
+    // @unchecked: after init, every method is called from one thread at a time (the owner's poll thread, then the
+    // one that closes); librdkafka's own threads reach only `callbacks.events`, whose closures are Sendable.
+    // ``wake()`` may come from any thread: it uses `queue` under `wakeable`'s lock, which `close` takes to free it.
+    private let handle: OpaquePointer
+    private let callbacks: ConsumerCallbacks
+    private let queue: OpaquePointer
+    private let wakeable = Mutex(true)
+    private var closed = false
+    /// Topic names by librdkafka's topic handle, so that a message's topic is not made into a String each time.
+    private var topicNames: [OpaquePointer: String] = [:]
+
+    /// A change of the partitions this member owns.
+    public enum Rebalance: Sendable {
+        case assigned([KafkaPartition])
+        /// The owner commits what it finished of these before the handler returns; then they are given up.
+        case revoked([KafkaPartition])
+    }
+
+    /// Creates the consumer; `settings` must name `bootstrap.servers` and `group.id`. It connects in the
+    /// background and retries for ever; a broker that cannot be reached is reported through `events`.
+    public init(settings: KafkaSettings, events: KafkaClientEvents) throws(KafkaError) {
+        var settings = settings
+        settings.entries.insert(
+            contentsOf: [
+                (name: "enable.auto.commit", value: "false"), (name: "enable.auto.offset.store", value: "false"),
+            ], at: 0)
+        let conf = try settings.makeConf()
+        callbacks = ConsumerCallbacks(events: events)
+        KafkaClientEvents.install(on: conf, opaque: Unmanaged.passUnretained(callbacks).toOpaque())
+        rd_kafka_conf_set_rebalance_cb(conf) { client, code, list, opaque in
+            guard let client, let opaque else { return }
+            Unmanaged<ConsumerCallbacks>.fromOpaque(opaque).takeUnretainedValue().rebalance(client, code, list)
+        }
+        var message = [CChar](repeating: 0, count: 512)
+        guard let handle = rd_kafka_new(RD_KAFKA_CONSUMER, conf, &message, message.count) else {
+            rd_kafka_conf_destroy(conf)
+            throw KafkaError(text(of: message))
+        }
+        self.handle = handle
+        rd_kafka_poll_set_consumer(handle)
+        queue = rd_kafka_queue_get_consumer(handle)
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Joins the group for `topics`; `handler` is told of every change of the assignment, inside ``poll``.
+    public func subscribe(
+        _ topics: [String], onRebalance handler: @escaping (KafkaConsumer, Rebalance) -> Void
+    ) throws(KafkaError) {
+        callbacks.consumer = self
+        callbacks.handler = handler
+        let list = makePartitionList(
+            topics.map { (KafkaPartition(topic: $0, partition: sluice_rd_kafka_partition_ua), 0) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let code = rd_kafka_subscribe(handle, list)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(code: code) }
+    }
+
+    /// Waits up to `timeoutMillis` for a message and shows it to `body`, whose view of it ends when `body` returns;
+    /// serves rebalances and callbacks meanwhile. Returns false when no message came in time.
+    @discardableResult
+    public func poll(timeoutMillis: Int32, _ body: (borrowing KafkaMessage) -> Void) -> Bool {
+        guard let message = rd_kafka_consumer_poll(handle, timeoutMillis) else { return false }
+        defer { rd_kafka_message_destroy(message) }
+        let fields = message.pointee
+        if fields.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            // A consumer error (an unknown topic, a partition gone): reported like the error callback's, once per
+            // change by the owner.
+            if fields.err != RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                callbacks.events.error(String(cString: rd_kafka_message_errstr(message)), false)
+            }
+            return true
+        }
+        var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+        let timestamp = rd_kafka_message_timestamp(message, &timestampType)
+        body(
+            KafkaMessage(
+                topic: topicName(fields.rkt), partition: fields.partition, offset: fields.offset,
+                timestampMillis: timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp,
+                key: fields.key.map { UnsafeRawBufferPointer(start: $0, count: fields.key_len) },
+                payload: UnsafeRawBufferPointer(start: fields.payload, count: fields.payload == nil ? 0 : fields.len)))
+        return true
+    }
+
+    /// Makes a ``poll(timeoutMillis:_:)`` that is waiting return now; from any thread.
+    public func wake() {
+        wakeable.locked { open in if open { rd_kafka_queue_yield(queue) } }
+    }
+
+    private func topicName(_ topic: OpaquePointer?) -> String {
+        guard let topic else { return "" }
+        if let name = topicNames[topic] { return name }
+        let name = String(cString: rd_kafka_topic_name(topic))
+        topicNames[topic] = name
+        return name
+    }
+
+    /// Commits, for each partition, the offset of the next message to read (the last finished one + 1); waits for
+    /// the broker's answer.
+    public func commit(_ offsets: [KafkaPartition: Int64]) throws(KafkaError) {
+        guard !offsets.isEmpty else { return }
+        let list = makePartitionList(offsets.sorted { $0.key < $1.key })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let code = rd_kafka_commit(handle, list, 0)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(code: code) }
+    }
+
+    /// The partitions this member owns now.
+    public func assignment() -> [KafkaPartition] {
+        var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+        guard rd_kafka_assignment(handle, &list) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [] }
+        defer { if let list { rd_kafka_topic_partition_list_destroy(list) } }
+        return partitions(in: list).map(\.0)
+    }
+
+    /// Stops fetching from `partitions` (messages already fetched are dropped by librdkafka and fetched again
+    /// after ``resume(_:)``), so that memory stays bounded while the pipeline is full.
+    public func pause(_ partitions: [KafkaPartition]) {
+        guard !partitions.isEmpty else { return }
+        let list = makePartitionList(partitions.map { ($0, 0) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        rd_kafka_pause_partitions(handle, list)
+    }
+
+    /// Fetches from `partitions` again, from the message after the last one ``poll`` returned.
+    public func resume(_ partitions: [KafkaPartition]) {
+        guard !partitions.isEmpty else { return }
+        let list = makePartitionList(partitions.map { ($0, 0) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        rd_kafka_resume_partitions(handle, list)
+    }
+
+    /// The end of `partition` (the offset the next message written to it will get), as last seen by a fetch;
+    /// `nil` before any fetch.
+    public func highWatermark(_ partition: KafkaPartition) -> Int64? {
+        var low: Int64 = 0
+        var high: Int64 = 0
+        let code = rd_kafka_get_watermark_offsets(handle, partition.topic, partition.partition, &low, &high)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { return nil }
+        return high
+    }
+
+    /// Leaves the group (the rebalance handler is told what is revoked, and commits) and frees the client. The
+    /// one path that frees it; later calls do nothing.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        wakeable.locked { open in
+            open = false
+            rd_kafka_queue_destroy(queue)
+        }
+        rd_kafka_consumer_close(handle)
+        rd_kafka_destroy(handle)
+        callbacks.consumer = nil
+        callbacks.handler = nil
+    }
+}
+
+/// One message, as ``KafkaConsumer/poll(timeoutMillis:_:)`` shows it: `key` and `payload` point into librdkafka's
+/// memory and are valid only until the poll's closure returns.
+public struct KafkaMessage: ~Copyable {
+    public let topic: String
+    public let partition: Int32
+    public let offset: Int64
+    /// The message's timestamp (milliseconds since the Unix epoch), when it has one.
+    public let timestampMillis: Int64?
+    public let key: UnsafeRawBufferPointer?
+    public let payload: UnsafeRawBufferPointer
+}
+
+private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
+    // @unchecked: `consumer` and `handler` are written by the poll thread (subscribe, close) and read in the
+    // rebalance callback, which librdkafka runs inside `poll` on that same thread.
+    unowned(unsafe) var consumer: KafkaConsumer?
+    var handler: ((KafkaConsumer, KafkaConsumer.Rebalance) -> Void)?
+
+    func rebalance(
+        _ client: OpaquePointer, _ code: rd_kafka_resp_err_t,
+        _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+    ) {
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(client)) == "COOPERATIVE"
+        let changed = partitions(in: list).map(\.0)
+        switch code {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            if let consumer, let handler { handler(consumer, .assigned(changed)) }
+            if cooperative {
+                if let error = rd_kafka_incremental_assign(client, list) { report(error) }
+            } else {
+                rd_kafka_assign(client, list)
+            }
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            if let consumer, let handler { handler(consumer, .revoked(changed)) }
+            if cooperative {
+                if let error = rd_kafka_incremental_unassign(client, list) { report(error) }
+            } else {
+                rd_kafka_assign(client, nil)
+            }
+        default:
+            events.error("rebalance failed: \(String(cString: rd_kafka_err2str(code)))", false)
+            if let consumer, let handler { handler(consumer, .revoked(changed)) }
+            rd_kafka_assign(client, nil)
+        }
+    }
+
+    private func report(_ error: OpaquePointer) {
+        events.error(String(cString: rd_kafka_error_string(error)), false)
+        rd_kafka_error_destroy(error)
+    }
+}

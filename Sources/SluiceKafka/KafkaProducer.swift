@@ -1,0 +1,142 @@
+internal import CLibRdKafka
+internal import SluiceSync
+internal import Synchronization
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// A Kafka producer on librdkafka, with a thread of its own that serves delivery reports.
+///
+/// ``produce(topic:key:value:token:)`` only queues; the broker's answer for every message comes later to
+/// `onDelivery`, on the producer's thread, with the message's token. Call ``produce(topic:key:value:token:)`` from
+/// one task at a time.
+public final class KafkaProducer: @unchecked Sendable {
+    // @unchecked: `handle` is set in init and freed only by the service thread after ``shutDown(flushMillis:)`` has
+    // told it to stop, when no produce can follow; librdkafka allows produce and poll from different threads.
+    // `topics` is guarded by its mutex.
+    private let handle: OpaquePointer
+    private let callbacks: ProducerCallbacks
+    private let topics = Mutex<[String: OpaquePointer]>([:])
+    private let serving = Mutex<Serving>(Serving())
+
+    private struct Serving {
+        var stopping = false
+        var flushMillis: Int32 = 0
+        var done: CheckedContinuation<Void, Never>?
+        var finished = false
+    }
+
+    /// The result of queueing one message.
+    public enum Queued: Equatable, Sendable {
+        case queued
+        /// librdkafka's queue is full (`queue.buffering.max.messages` or `.kbytes`): try again after some
+        /// deliveries (see ``waitForDeliveries()``).
+        case queueFull
+        /// The message cannot be sent at all (too large, an unknown partition); no report will come for it.
+        case rejected(KafkaError)
+    }
+
+    /// Creates the producer and starts its thread; `onDelivery(token, error)` is called once for every queued
+    /// message, with `nil` when the broker acknowledged it, and `deliveries(count)` once after each round of them.
+    public init(
+        settings: KafkaSettings, events: KafkaClientEvents,
+        onDelivery: @escaping @Sendable (_ token: UInt, _ error: KafkaError?) -> Void,
+        afterDeliveries: @escaping @Sendable () -> Void
+    ) throws(KafkaError) {
+        let conf = try settings.makeConf()
+        callbacks = ProducerCallbacks(events: events, onDelivery: onDelivery)
+        KafkaClientEvents.install(on: conf, opaque: Unmanaged.passUnretained(callbacks).toOpaque())
+        rd_kafka_conf_set_dr_msg_cb(conf) { _, message, opaque in
+            guard let message, let opaque else { return }
+            let callbacks = Unmanaged<ProducerCallbacks>.fromOpaque(opaque).takeUnretainedValue()
+            let code = message.pointee.err
+            callbacks.onDelivery(
+                UInt(bitPattern: message.pointee._private),
+                code == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(code: code))
+        }
+        var message = [CChar](repeating: 0, count: 512)
+        guard let handle = rd_kafka_new(RD_KAFKA_PRODUCER, conf, &message, message.count) else {
+            rd_kafka_conf_destroy(conf)
+            throw KafkaError(text(of: message))
+        }
+        self.handle = handle
+        let retained = Unmanaged.passRetained(self)
+        do {
+            try ServiceThread.start { retained.takeRetainedValue().serve(afterDeliveries) }
+        } catch {
+            retained.release()
+            rd_kafka_destroy(handle)
+            throw KafkaError(error.message)
+        }
+    }
+
+    /// Queues `value` for `topic` (any partition, chosen from `key` by librdkafka's partitioner: the same key goes
+    /// to the same partition); copies the bytes.
+    public func produce(
+        topic: String, key: UnsafeRawBufferPointer?, value: UnsafeRawBufferPointer, token: UInt
+    ) -> Queued {
+        let handle = topics.locked { topics -> OpaquePointer? in
+            if let existing = topics[topic] { return existing }
+            let made = rd_kafka_topic_new(self.handle, topic, nil)
+            topics[topic] = made
+            return made
+        }
+        guard let handle else { return .rejected(KafkaError(code: rd_kafka_last_error())) }
+        let result = rd_kafka_produce(
+            handle, sluice_rd_kafka_partition_ua, sluice_rd_kafka_msg_f_copy,
+            UnsafeMutableRawPointer(mutating: value.baseAddress), value.count, key?.baseAddress, key?.count ?? 0,
+            UnsafeMutableRawPointer(bitPattern: token))
+        guard result != 0 else { return .queued }
+        let code = rd_kafka_last_error()
+        return code == RD_KAFKA_RESP_ERR__QUEUE_FULL ? .queueFull : .rejected(KafkaError(code: code))
+    }
+
+    /// Stops the service thread once everything queued has been answered or `flushMillis` has passed (what is
+    /// left then is reported as failed), and frees the client. The one path that frees it.
+    public func shutDown(flushMillis: Int32) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let finishedAlready = serving.locked { serving -> Bool in
+                guard !serving.finished else { return true }
+                serving.stopping = true
+                serving.flushMillis = flushMillis
+                serving.done = done
+                return false
+            }
+            if finishedAlready { done.resume() }
+        }
+    }
+
+    private func serve(_ afterDeliveries: @Sendable () -> Void) {
+        while true {
+            let served = rd_kafka_poll(handle, 100)
+            if served > 0 { afterDeliveries() }
+            let stop = serving.locked { ($0.stopping, $0.flushMillis) }
+            guard !stop.0 else {
+                rd_kafka_flush(handle, stop.1)
+                // Whatever is still queued fails now, with a report each, so that nothing goes uncounted.
+                rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+                rd_kafka_poll(handle, 0)
+                afterDeliveries()
+                break
+            }
+        }
+        for topic in topics.locked({ $0.values }) { rd_kafka_topic_destroy(topic) }
+        rd_kafka_destroy(handle)
+        let done = serving.locked { serving -> CheckedContinuation<Void, Never>? in
+            serving.finished = true
+            return serving.done.take()
+        }
+        done?.resume()
+    }
+}
+
+private final class ProducerCallbacks: ClientCallbacks, @unchecked Sendable {
+    // @unchecked: `onDelivery` is set once in init and is Sendable.
+    let onDelivery: @Sendable (UInt, KafkaError?) -> Void
+
+    init(events: KafkaClientEvents, onDelivery: @escaping @Sendable (UInt, KafkaError?) -> Void) {
+        self.onDelivery = onDelivery
+        super.init(events: events)
+    }
+}

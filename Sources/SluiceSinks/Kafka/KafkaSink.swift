@@ -1,0 +1,293 @@
+internal import SluiceCore
+internal import SluiceKafka
+internal import SluiceKafkaClientConfig
+internal import SluiceSync
+internal import Synchronization
+
+/// Writes events to Kafka. An event counts as sent when the broker acknowledged it (librdkafka's delivery report),
+/// with its latency then; one that fails after librdkafka's retries is discarded under `error`, reported, and stays
+/// unfinished for the sources (``SinkContext/held``), so that a source that commits positions never commits past it.
+///
+/// When librdkafka's queue is full the sink waits for deliveries, so its input buffer's policy decides what
+/// happens upstream; memory stays within librdkafka's `queue.buffering.max.*` limits.
+struct KafkaSink: Sink {
+    let config: KafkaSinkConfig
+
+    /// How long the end of a run waits for the last deliveries before they count as failed.
+    static let flushMillis: Int32 = 30_000
+
+    func run(_ input: EventBuffer, _ context: SinkContext) async throws {
+        let errors = KafkaErrorReporter(component: context.id, log: context.log)
+        let ledger = DeliveryLedger(context: context, errors: errors)
+        var settings: [(name: String, value: String)] = [
+            ("acks", config.acks.setting), ("compression.codec", config.compression.rawValue),
+            // Batches form for up to 5 ms: far more throughput for little latency.
+            ("linger.ms", "5"),
+        ]
+        if config.acks == .all { settings.append(("enable.idempotence", "true")) }
+        let producer = try KafkaProducer(
+            settings: config.client.settings(settings), events: errors.events,
+            onDelivery: { token, error in ledger.delivered(token, error) },
+            afterDeliveries: { ledger.settleRound() })
+        context.metrics.provideDetails { ["last_error": errors.lastError.map { .string($0) } ?? .null] }
+        var encoder = MessageEncoder(config: config)
+        while let batch = await input.next() {
+            let sequence = ledger.open(batch)
+            for index in batch.indices {
+                let token = DeliveryLedger.token(sequence, index)
+                guard encoder.encode(batch[index]) else {
+                    ledger.settle(token, outcome: .unsendable(encoder.failure))
+                    continue
+                }
+                while true {
+                    let round = ledger.round
+                    let queued = encoder.withMessage { topic, key, value in
+                        producer.produce(topic: topic, key: key, value: value, token: token)
+                    }
+                    switch queued {
+                    case .queued:
+                        break
+                    case .queueFull:
+                        await ledger.waitForRound(after: round)
+                        continue
+                    case .rejected(let error):
+                        ledger.settle(token, outcome: .unsendable("rejected by librdkafka: \(error)"))
+                    }
+                    break
+                }
+            }
+            ledger.closeOpening()
+        }
+        await ledger.waitUntilSettled()
+        await producer.shutDown(flushMillis: Self.flushMillis)
+        ledger.settleRound()
+    }
+}
+
+/// Turns an event into a message's topic, key and value, reusing its buffers.
+private struct MessageEncoder {
+    let config: KafkaSinkConfig
+    private let constantTopic: String?
+    private var topic = ""
+    private var topicBytes: [UInt8] = []
+    private var key: [UInt8] = []
+    private var hasKey = false
+    private var value: [UInt8] = []
+    private var keyState: ExpressionState?
+    /// Why the last ``encode(_:)`` failed.
+    private(set) var failure = ""
+
+    init(config: KafkaSinkConfig) {
+        self.config = config
+        constantTopic = config.topic.constantText
+        keyState = config.key?.makeState()
+    }
+
+    /// Encodes `event`; false (with ``failure``) when its topic or key cannot be evaluated.
+    mutating func encode(_ event: Event) -> Bool {
+        value.removeAll(keepingCapacity: true)
+        do {
+            try config.format.append(event, to: &value)
+            value.removeLast()  // the newline a line sink writes
+            if let constantTopic {
+                topic = constantTopic
+            } else {
+                topicBytes.removeAll(keepingCapacity: true)
+                try config.topic.render(event, to: &topicBytes)
+                topic = String(decoding: topicBytes, as: UTF8.self)
+            }
+            hasKey = false
+            if let expression = config.key {
+                key.removeAll(keepingCapacity: true)
+                switch try expression.evaluate(event, &keyState!) {
+                case .null: break
+                case .string(let text):
+                    key.append(contentsOf: text.utf8)
+                    hasKey = true
+                case let other:
+                    JSONWriter.write(other, to: &key)
+                    hasKey = true
+                }
+            }
+            return true
+        } catch {
+            failure = "\(error)"
+            return false
+        }
+    }
+
+    func withMessage<Result>(
+        _ body: (String, UnsafeRawBufferPointer?, UnsafeRawBufferPointer) -> Result
+    ) -> Result {
+        value.withUnsafeBytes { value in
+            guard hasKey else { return body(topic, nil, value) }
+            return key.withUnsafeBytes { key in body(topic, key, value) }
+        }
+    }
+}
+
+/// The sink's messages between queueing and the broker's answer, by batch; it keeps the sink's counters and its
+/// held mark (the earliest ingest time not yet acknowledged, or of a delivery that failed).
+///
+/// Delivery reports come on the producer's thread and are gathered per round (``delivered(_:_:)``), then settled
+/// under one lock (``settleRound()``).
+final class DeliveryLedger: Sendable {
+    private let context: SinkContext
+    private let errors: KafkaErrorReporter
+    private let state = Mutex(State())
+    /// The reports of the current round, gathered on the producer's thread.
+    private let reports = Mutex<[(token: UInt, failure: String?)]>([])
+    private static let indexBits = 20
+
+    enum Outcome {
+        case delivered
+        case failed(String)
+        /// The event could not be made into a message, or librdkafka refused it: discarded for good, and finished.
+        case unsendable(String)
+    }
+
+    private struct Batch {
+        var ingestNanos: [UInt64]
+        var unsettled: Int
+        var oldest: UInt64
+    }
+
+    private struct State {
+        var batches: [Int: Batch] = [:]
+        var nextSequence = 0
+        /// The sequence of the batch being queued: it is not done before all of it was queued.
+        var opening: Int?
+        /// The earliest ingest time of a delivery that failed: nothing after it is finished in this run.
+        var failedSince = UInt64.max
+        var round = 0
+        var roundWaiter: (after: Int, continuation: CheckedContinuation<Void, Never>)?
+        var settledWaiter: CheckedContinuation<Void, Never>?
+        var failureReporter = RateLimitedReporter()
+    }
+
+    init(context: SinkContext, errors: KafkaErrorReporter) {
+        self.context = context
+        self.errors = errors
+    }
+
+    static func token(_ sequence: Int, _ index: Int) -> UInt { UInt(sequence) << indexBits | UInt(index) }
+
+    /// Starts a batch; it is held until every event of it is settled.
+    func open(_ events: [Event]) -> Int {
+        precondition(events.count < 1 << Self.indexBits, "A batch is larger than a delivery token can number.")
+        let ingest = events.map(\.ingestNanos)
+        return state.locked { state in
+            let sequence = state.nextSequence
+            state.nextSequence += 1
+            state.batches[sequence] = Batch(ingestNanos: ingest, unsettled: ingest.count, oldest: ingest.min() ?? .max)
+            state.opening = sequence
+            context.held.set(min(state.failedSince, state.batches.values.lazy.map(\.oldest).min() ?? .max))
+            return sequence
+        }
+    }
+
+    /// The batch being opened is all queued.
+    func closeOpening() {
+        state.locked { $0.opening = nil }
+        settle([])
+    }
+
+    /// How many rounds of delivery reports have been settled.
+    var round: Int { state.locked { $0.round } }
+
+    /// Waits until a round after `round` was settled (librdkafka's queue had room made in it).
+    func waitForRound(after round: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.locked { state -> Bool in
+                guard state.round <= round else { return true }
+                state.roundWaiter = (round, continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Waits until every message queued has been answered.
+    func waitUntilSettled() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.locked { state -> Bool in
+                guard !state.batches.isEmpty else { return true }
+                state.settledWaiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// A delivery report (from the producer's thread).
+    func delivered(_ token: UInt, _ error: KafkaError?) {
+        reports.locked { $0.append((token, error.map(\.description))) }
+    }
+
+    /// Settles the reports gathered since the last round.
+    func settleRound() {
+        let round = reports.locked { reports -> [(token: UInt, failure: String?)] in
+            defer { reports.removeAll(keepingCapacity: true) }
+            return reports
+        }
+        settle(round.map { ($0.token, $0.failure.map(Outcome.failed) ?? .delivered) }, endsRound: true)
+    }
+
+    /// Settles one event at once (one that never reached librdkafka).
+    func settle(_ token: UInt, outcome: Outcome) {
+        settle([(token, outcome)])
+    }
+
+    private func settle(_ outcomes: [(token: UInt, outcome: Outcome)], endsRound: Bool = false) {
+        let now = MonotonicClock.nanos()
+        var written: [UInt64] = []
+        var failed = 0
+        var unsendable = 0
+        var messages: [String] = []
+        let resumed = state.locked { state -> [CheckedContinuation<Void, Never>] in
+            for (token, outcome) in outcomes {
+                let sequence = Int(token >> Self.indexBits)
+                let index = Int(token & (1 << Self.indexBits - 1))
+                guard var batch = state.batches[sequence] else { continue }
+                switch outcome {
+                case .delivered:
+                    written.append(batch.ingestNanos[index])
+                case .failed(let message):
+                    failed += 1
+                    state.failedSince = min(state.failedSince, batch.ingestNanos[index])
+                    messages.append(message)
+                case .unsendable(let message):
+                    unsendable += 1
+                    messages.append(message)
+                }
+                batch.unsettled -= 1
+                state.batches[sequence] = batch
+            }
+            for (sequence, batch) in state.batches where batch.unsettled == 0 && sequence != state.opening {
+                state.batches[sequence] = nil
+            }
+            context.held.set(min(state.failedSince, state.batches.values.lazy.map(\.oldest).min() ?? .max))
+            var resumed: [CheckedContinuation<Void, Never>] = []
+            if endsRound {
+                state.round += 1
+                if let waiter = state.roundWaiter.take() { resumed.append(waiter.continuation) }
+            }
+            if state.batches.isEmpty, let waiter = state.settledWaiter.take() { resumed.append(waiter) }
+            for message in messages {
+                state.failureReporter.report(to: context.log, now: now) { [id = context.id] in
+                    "\(id): a message was not delivered (\(message)); counted under error"
+                } summary: { [id = context.id] in
+                    "\(id): \($0) more messages were not delivered; see error in the metrics"
+                }
+            }
+            return resumed
+        }
+        if !written.isEmpty {
+            context.metrics.recordWritten(ingestTimes: written, at: now)
+            errors.recovered()
+        }
+        if failed + unsendable > 0 { context.metrics.recordDiscarded(failed + unsendable, cause: .error) }
+        if failed > 0, let first = messages.first { errors.report("delivery failed: \(first)") }
+        for continuation in resumed { continuation.resume() }
+    }
+}

@@ -1,0 +1,336 @@
+internal import SluiceCore
+internal import SluiceKafka
+internal import SluiceKafkaClientConfig
+internal import SluiceSync
+internal import Synchronization
+
+/// Reads Kafka topics as a member of a consumer group, with at-least-once delivery.
+///
+/// A thread of its own polls librdkafka (which blocks), decodes messages into batches of up to 1,024 events and
+/// hands them to the source's task, which sends them on. Offsets are committed only for finished events
+/// (``SourceContext/finishedBefore``: written by every sink they reached, or discarded on purpose), in order per
+/// partition, every `commit_interval_ms`, before a partition is given up in a rebalance, and once the pipeline
+/// has drained. A crash repeats what was not committed; it loses nothing.
+///
+/// While two batches wait for the task (the pipeline pushes back), the thread pauses every partition it owns, so
+/// librdkafka stops fetching and memory stays bounded; it resumes when the task takes one.
+final class KafkaSource: Source {
+    let config: KafkaSourceConfig
+    /// The running reader, handed from `run` to `pipelineEnded`.
+    private let reader = Mutex<KafkaReader?>(nil)
+
+    init(config: KafkaSourceConfig) {
+        self.config = config
+    }
+
+    func run(_ context: SourceContext) async throws {
+        let reader = try KafkaReader(config: config, context: context)
+        try reader.start()
+        self.reader.locked { $0 = reader }
+        while let batch = await reader.handOff.next() {
+            await context.output.send(batch.events)
+            reader.sent(batch.positions, madeBefore: MonotonicClock.nanos())
+        }
+    }
+
+    /// Commits what is finished and leaves the group.
+    func pipelineEnded() async {
+        guard let reader = reader.locked({ $0.take() }) else { return }
+        await reader.close()
+    }
+}
+
+/// One batch from the poll thread: its events, and for each partition the offset after its last message.
+struct KafkaBatch: Sendable {
+    var events: [Event] = []
+    var positions: [KafkaPartition: Int64] = [:]
+}
+
+/// The consumer, its poll thread, and what the thread shares with the source's task.
+final class KafkaReader: Sendable {
+    let handOff: BatchHandOff<KafkaBatch>
+    private let consumer: KafkaConsumer
+    private let config: KafkaSourceConfig
+    private let context: SourceContext
+    private let errors: KafkaErrorReporter
+    private let shared = Locked(Shared())
+    static let batchLimit = 1024
+
+    /// What the poll thread and the source's task both touch.
+    private struct Shared {
+        /// Positions sent, waiting for their events to finish.
+        var pending = PendingPositions<KafkaPartition, Int64>()
+        /// The partitions owned now; positions of others are not recorded or committed.
+        var assigned: Set<KafkaPartition> = []
+        /// Set by `close`: the pipeline has drained; the thread commits and leaves the group.
+        var closing: CheckedContinuation<Void, Never>?
+        var figures = JSONObject()
+    }
+
+    init(config: KafkaSourceConfig, context: SourceContext) throws(KafkaError) {
+        self.config = config
+        self.context = context
+        errors = KafkaErrorReporter(component: context.id, log: context.log)
+        consumer = try KafkaConsumer(
+            settings: config.client.settings([
+                ("group.id", config.groupID),
+                ("auto.offset.reset", config.autoOffsetReset.rawValue),
+                // Partitions move one at a time in a rebalance instead of all stopping.
+                ("partition.assignment.strategy", "cooperative-sticky"),
+                // What librdkafka fetches ahead, per partition: bounded, so that a paused pipeline holds little.
+                ("queued.max.messages.kbytes", "8192"),
+            ]), events: errors.events)
+        let consumer = consumer
+        handOff = BatchHandOff(capacity: 2) { consumer.wake() }
+        context.stop.onStop { consumer.wake() }
+        context.metrics.provideDetails { [shared] in shared.locked { $0.figures } }
+    }
+
+    func start() throws(ServiceThreadError) {
+        try ServiceThread.start { [self] in serve() }
+    }
+
+    /// Records that a batch's events were sent, so that its positions commit once they are finished.
+    func sent(_ positions: [KafkaPartition: Int64], madeBefore: UInt64) {
+        shared.locked { shared in
+            let owned = positions.filter { shared.assigned.contains($0.key) }
+            shared.pending.record(owned, madeBefore: madeBefore)
+        }
+    }
+
+    /// Tells the thread that the pipeline drained; returns once it has committed and left the group.
+    func close() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            shared.locked { $0.closing = done }
+            consumer.wake()
+        }
+    }
+
+    // MARK: - The poll thread
+
+    private func serve() {
+        let loop = PollLoop(reader: self)
+        do {
+            try consumer.subscribe(config.topics) { _, change in loop.rebalance(change) }
+        } catch {
+            errors.report("cannot subscribe to \(config.topics.joined(separator: ", ")): \(error)", fatal: true)
+        }
+        while !context.stop.isStopped {
+            loop.adjustPause()
+            loop.readBatch()
+            loop.commitIfDue()
+        }
+        // Stopping: nothing more is fetched; what was sent drains, and the group membership stays alive (and
+        // commits go on) until the pipeline has drained.
+        loop.pauseAll()
+        handOff.finish()
+        var closing = shared.locked { $0.closing }
+        while closing == nil {
+            consumer.poll(timeoutMillis: 100) { _ in }
+            loop.commitIfDue()
+            closing = shared.locked { $0.closing }
+        }
+        // After the drain every event sent is finished, unless a component failed or a delivery did.
+        loop.commitFinished(finishedBefore: context.finishedBefore())
+        loop.publish()
+        consumer.close()
+        closing?.resume()
+    }
+
+    /// The poll thread's own state; touched by that thread only (the rebalance handler runs inside its polls).
+    private final class PollLoop {
+        let reader: KafkaReader
+        var consumer: KafkaConsumer { reader.consumer }
+        var scanner = CanonicalJSONScanner()
+        var parseErrors = RateLimitedReporter()
+        var paused = false
+        /// How many times the pipeline's backpressure paused the partitions.
+        var pauses = 0
+        var assignmentChanged = false
+        /// Per partition: the offset after the last message read, the last committed, and finished but not yet
+        /// committed (a commit that failed is tried again).
+        var readThrough: [KafkaPartition: Int64] = [:]
+        var committed: [KafkaPartition: Int64] = [:]
+        var uncommitted: [KafkaPartition: Int64] = [:]
+        var rebalances = 0
+        var commits = 0
+        var nextCommitNanos: UInt64
+        var nextPublishNanos: UInt64 = 0
+
+        init(reader: KafkaReader) {
+            self.reader = reader
+            nextCommitNanos = MonotonicClock.nanos() + UInt64(reader.config.commitIntervalMillis) * 1_000_000
+        }
+
+        /// Pauses every owned partition while the task has two batches waiting, and resumes when it took one.
+        func adjustPause() {
+            let full = reader.handOff.isFull
+            if full, !paused || assignmentChanged {
+                consumer.pause(consumer.assignment())
+                if !paused { pauses += 1 }
+                paused = true
+            } else if !full, paused {
+                consumer.resume(consumer.assignment())
+                paused = false
+            }
+            assignmentChanged = false
+        }
+
+        func pauseAll() {
+            consumer.pause(consumer.assignment())
+            paused = true
+        }
+
+        /// Polls up to a batch of messages (waiting up to 100 ms for the first) and hands them on.
+        func readBatch() {
+            var batch = KafkaBatch()
+            var received = 0
+            var discards = DiscardCounts()
+            let now = MonotonicClock.nanos()
+            let decoding = reader.config.decoding
+            let metadata = reader.config.metadata
+            // The partition of the last message, so that a run of messages from one partition costs one update.
+            var run: (partition: KafkaPartition, next: Int64)?
+            while batch.events.count < KafkaReader.batchLimit {
+                let polled = consumer.poll(timeoutMillis: batch.events.isEmpty ? 100 : 0) { message in
+                    received += 1
+                    if let current = run, current.partition.partition == message.partition,
+                        current.partition.topic == message.topic
+                    {
+                        run!.next = message.offset + 1
+                    } else {
+                        if let run { batch.positions[run.partition] = run.next }
+                        run = (KafkaPartition(topic: message.topic, partition: message.partition), message.offset + 1)
+                    }
+                    var event: Event
+                    do {
+                        event = try decoding.decodeEvent(
+                            message.payload.assumingMemoryBound(to: UInt8.self), scanner: &scanner, ingestNanos: now)
+                    } catch {
+                        discards[.parseError] += 1
+                        let (id, where_) = (
+                            reader.context.id, "\(message.topic)/\(message.partition)@\(message.offset)"
+                        )
+                        parseErrors.report(to: reader.context.log, now: now) {
+                            "\(id): the message at \(where_) is not valid JSON (\(error)); counted under parse_error"
+                        } summary: {
+                            "\(id): \($0) more messages were not valid JSON; see parse_error in the metrics"
+                        }
+                        return
+                    }
+                    if !metadata.isEmpty { Self.add(metadata, of: message, to: &event) }
+                    batch.events.append(event)
+                }
+                if !polled { break }
+            }
+            if let run { batch.positions[run.partition] = run.next }
+            guard received > 0 else { return }
+            reader.errors.recovered()
+            readThrough.merge(batch.positions) { max($0, $1) }
+            reader.context.metrics.recordReceived(received)
+            reader.context.metrics.recordDiscarded(discards)
+            if batch.events.isEmpty {
+                // Every message was bad: nothing to send, and their offsets are finished now.
+                reader.sent(batch.positions, madeBefore: MonotonicClock.nanos())
+            } else {
+                reader.handOff.put(batch)
+            }
+        }
+
+        private static func add(
+            _ metadata: KafkaSourceConfig.Metadata, of message: borrowing KafkaMessage, to event: inout Event
+        ) {
+            // A value that is not an object has no fields to add to: it goes on as it came.
+            if let path = metadata.key {
+                let key = message.key.map { JSONValue.string(String(decoding: $0, as: UTF8.self)) } ?? .null
+                try? event.set(path, to: key)
+            }
+            if let path = metadata.topic { try? event.set(path, to: .string(message.topic)) }
+            if let path = metadata.partition { try? event.set(path, to: .int(Int64(message.partition))) }
+            if let path = metadata.offset { try? event.set(path, to: .int(message.offset)) }
+            if let path = metadata.timestamp {
+                try? event.set(path, to: message.timestampMillis.map { .int($0) } ?? .null)
+            }
+        }
+
+        func commitIfDue() {
+            let now = MonotonicClock.nanos()
+            if now >= nextCommitNanos {
+                commitFinished(finishedBefore: reader.context.finishedBefore())
+                nextCommitNanos = now + UInt64(reader.config.commitIntervalMillis) * 1_000_000
+            }
+            if now >= nextPublishNanos {
+                publish()
+                nextPublishNanos = now + 1_000_000_000
+            }
+        }
+
+        /// Commits, per owned partition, the offset after the last message whose events are all finished.
+        func commitFinished(finishedBefore: UInt64) {
+            let finished = reader.shared.locked { shared in
+                shared.pending.takeFinished(before: finishedBefore).filter { shared.assigned.contains($0.key) }
+            }
+            uncommitted.merge(finished) { max($0, $1) }
+            let changed = uncommitted.filter { committed[$0.key] != $0.value }
+            uncommitted = [:]
+            guard !changed.isEmpty else { return }
+            do {
+                try consumer.commit(changed)
+                committed.merge(changed) { $1 }
+                commits += 1
+            } catch {
+                uncommitted = changed
+                reader.errors.report("commit failed (tried again at the next interval): \(error)")
+            }
+        }
+
+        func rebalance(_ change: KafkaConsumer.Rebalance) {
+            rebalances += 1
+            switch change {
+            case .assigned(let partitions):
+                reader.shared.locked { $0.assigned.formUnion(partitions) }
+                assignmentChanged = true
+            case .revoked(let partitions):
+                // What is finished of them is committed before they go to another member; what is still in
+                // flight will be read again there (at least once).
+                commitFinished(finishedBefore: reader.context.finishedBefore())
+                let gone = Set(partitions)
+                reader.shared.locked { shared in
+                    shared.assigned.subtract(gone)
+                    shared.pending.forget { gone.contains($0) }
+                }
+                for partition in gone {
+                    readThrough[partition] = nil
+                    committed[partition] = nil
+                    uncommitted[partition] = nil
+                }
+            }
+            publish()
+        }
+
+        /// Writes the figures the metrics report: per partition and in total.
+        func publish() {
+            let assigned = reader.shared.locked { $0.assigned }.sorted()
+            var partitions = JSONObject()
+            var totalLag: Int64 = 0
+            for partition in assigned {
+                var figures = JSONObject()
+                let position = readThrough[partition] ?? committed[partition]
+                if let high = consumer.highWatermark(partition), let position {
+                    figures["consumer_lag"] = .int(max(0, high - position))
+                    totalLag += max(0, high - position)
+                }
+                figures["position"] = position.map { .int($0) } ?? .null
+                figures["committed_offset"] = committed[partition].map { .int($0) } ?? .null
+                partitions[partition.description] = .object(figures)
+            }
+            let details: JSONObject = [
+                "consumer_lag": .int(totalLag), "partitions_assigned": .int(Int64(assigned.count)),
+                "rebalances_total": .int(Int64(rebalances)), "commits_total": .int(Int64(commits)),
+                "paused": .bool(paused), "pauses_total": .int(Int64(pauses)), "last_error": reader.errors.lastError.map { .string($0) } ?? .null,
+                "partitions": .object(partitions),
+            ]
+            reader.shared.locked { $0.figures = details }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import SluiceCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `kafka` source and sink against librdkafka's mock cluster, hosted, fed and checked by an independent
+/// Python peer (`Peers/kafka_peer.py`), through the real binary.
+@Suite(.serialized)
+struct KafkaEndToEndTests {
+    /// `topics` -> `output` through Sluice in consumer group `group`; `sink` replaces the options of the `kafka`
+    /// sink.
+    static func copyPipeline(
+        group: String, topics: String = "in", output: String = "out", sink: String? = nil
+    ) -> String {
+        let sink =
+            sink ?? """
+                type: kafka
+                inputs: [in]
+                bootstrap_servers: ${KAFKA_BROKERS}
+                topic: \(output)
+                key: .key
+                """
+        return """
+            sources:
+              in:
+                type: kafka
+                bootstrap_servers: ${KAFKA_BROKERS}
+                topics: [\(topics)]
+                group_id: \(group)
+                auto_offset_reset: earliest
+                commit_interval_ms: 200
+                librdkafka_options: {session.timeout.ms: "6000", heartbeat.interval.ms: "500"}
+            sinks:
+              out:
+            \(sink.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+            metrics: {interval_secs: 1, to: "$METRICS", format: json}
+            """
+    }
+
+    static func start(_ pipeline: TemporaryPipeline, _ peer: KafkaPeer) throws -> SluiceProcess {
+        let child = SluiceProcess(["run", pipeline.path], environment: ["KAFKA_BROKERS": peer.brokers])
+        try child.start()
+        child.feed { _ in nil }
+        return child
+    }
+
+    /// The latest report's component `id`, from a running process's metrics file.
+    static func latest(_ pipeline: TemporaryPipeline, _ id: String) -> JSONValue? {
+        guard let last = try? pipeline.reports().last, case .array(let components)? = last["components"] else {
+            return nil
+        }
+        return components.first { $0["component_id"] == .string(id) }
+    }
+
+    /// Waits (bounded) until the latest report of `id` satisfies `condition`.
+    static func waitForReport(
+        _ pipeline: TemporaryPipeline, _ id: String, seconds: Double = 60, _ condition: (JSONValue) -> Bool
+    ) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let report = latest(pipeline, id), condition(report) { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
+    @Test func oneSluiceCopies100000EventsInOrderPerKeyAndCommitsExactlyWhatItWrote() throws {
+        let peer = try KafkaPeer()
+        defer { peer.stop() }
+        #expect(try peer.ask("produce in 100000")["produced"] as? Int == 100_000)
+        let pipeline = try TemporaryPipeline(Self.copyPipeline(group: "copy"))
+        defer { pipeline.remove() }
+        let child = try Self.start(pipeline, peer)
+        let check = try peer.ask("check out 100000 60")
+        #expect(check["count"] as? Int == 100_000)
+        #expect(check["distinct"] as? Int == 100_000)
+        #expect(check["order_violations"] as? Int == 0)
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0)
+        #expect(try peer.ask("committed copy in")["sum"] as? Int == 100_000, "every offset read is committed")
+        let source = try #require(try pipeline.finalComponent("in"))
+        let sink = try #require(try pipeline.finalComponent("out"))
+        #expect(source.int("received_events_total") == 100_000)
+        #expect(sink.int("sent_events_total") == 100_000)
+        #expect(source.balances && sink.balances)
+        #expect((source.int("commits_total") ?? 0) >= 1)
+        #expect(source.int("rebalances_total") ?? 0 >= 1)
+
+        // The group's offsets hold: a second run of it reads nothing again.
+        let again = try TemporaryPipeline(Self.copyPipeline(group: "copy"))
+        defer { again.remove() }
+        let second = try Self.start(again, peer)
+        #expect(Self.waitForReport(again, "in") { $0.int("partitions_assigned") == 4 })
+        kill(second.process.processIdentifier, SIGTERM)
+        #expect(second.waitForExit() == 0)
+        #expect(try again.finalComponent("in")?.int("received_events_total") == 0)
+    }
+
+    /// Three processes in one group share 16 partitions (4 topics); one is killed (SIGKILL) and one stopped
+    /// (SIGTERM) mid-run, and the last one takes their partitions over: every event comes out at least once. The
+    /// output topic is chosen per event by a template (`out-{.lane}`).
+    @Test func threeSluicesInOneGroupLoseNothingWhenOneIsKilledAndOneStopped() throws {
+        let count = underSanitizer ? 200_000 : 1_000_000
+        let peer = try KafkaPeer()
+        defer { peer.stop() }
+        let (inputs, outputs) = ("in-0,in-1,in-2,in-3", "out-0,out-1,out-2,out-3")
+        #expect(try peer.ask("produce \(inputs) \(count) 100")["produced"] as? Int == count)
+        let pipelines = try (0..<3).map { _ in
+            try TemporaryPipeline(
+                Self.copyPipeline(
+                    group: "trio", topics: inputs.replacingOccurrences(of: ",", with: ", "), output: "out-{.lane}"))
+        }
+        defer { for pipeline in pipelines { pipeline.remove() } }
+        let children = try pipelines.map { try Self.start($0, peer) }
+        // Each gets partitions (4 among 3), then the first is killed once it has copied some.
+        for pipeline in pipelines {
+            #expect(Self.waitForReport(pipeline, "in") { ($0.int("partitions_assigned") ?? 0) >= 1 })
+        }
+        #expect(Self.waitForReport(pipelines[0], "out") { ($0.int("sent_events_total") ?? 0) >= count / 20 })
+        let killedRead = Self.latest(pipelines[0], "in")?.int("received_events_total") ?? 0
+        kill(children[0].process.processIdentifier, SIGKILL)
+        #expect(Self.waitForReport(pipelines[1], "out") { ($0.int("sent_events_total") ?? 0) >= count / 10 })
+        kill(children[1].process.processIdentifier, SIGTERM)
+        #expect(children[1].waitForExit() == 0)
+        #expect(Self.waitForReport(pipelines[2], "in") { $0.int("partitions_assigned") == 16 })
+
+        let check = try peer.ask("check \(outputs) \(count) 120")
+        #expect(check["distinct"] as? Int == count, "every event is in the output at least once")
+        #expect((check["missing"] as? [Int])?.isEmpty == true)
+        let duplicates = try #require(check["duplicates"] as? Int)
+        // Only the killed process's events after its last commit can be written twice: at most what it read
+        // (one report interval later than `killedRead`, at most the commit interval's worth more).
+        #expect(duplicates <= killedRead + count / 10, "duplicates \(duplicates), killed process read \(killedRead)")
+        kill(children[2].process.processIdentifier, SIGTERM)
+        #expect(children[2].waitForExit() == 0)
+        #expect(children[0].waitForExit() == SIGKILL + 128 || children[0].process.terminationReason == .uncaughtSignal)
+        var written = duplicates
+        for pipeline in pipelines[1...] {
+            let source = try #require(try pipeline.finalComponent("in"))
+            let sink = try #require(try pipeline.finalComponent("out"))
+            #expect(source.balances && sink.balances)
+            #expect(source.int("received_events_total") == sink.int("sent_events_total"))
+            written += sink.int("sent_events_total") ?? 0
+        }
+        #expect(try peer.ask("committed trio \(inputs)")["sum"] as? Int == count, "the survivor committed everything")
+        print("kafka group: \(count) events, \(duplicates) duplicates, the killed process had read \(killedRead)")
+    }
+
+    /// A message that cannot be delivered (no broker answers the sink) is counted under `error`, and the source
+    /// never commits past it: the group's offsets stay where they were, so a restart reads it again.
+    @Test func aFailedDeliveryIsCountedAndNothingIsCommittedPastIt() throws {
+        let peer = try KafkaPeer()
+        defer { peer.stop() }
+        try peer.ask("produce in 1000")
+        let pipeline = try TemporaryPipeline(
+            Self.copyPipeline(
+                group: "stuck",
+                sink: """
+                    type: kafka
+                    inputs: [in]
+                    bootstrap_servers: 127.0.0.1:1
+                    topic: out
+                    librdkafka_options: {message.timeout.ms: "1500"}
+                    """))
+        defer { pipeline.remove() }
+        let child = try Self.start(pipeline, peer)
+        #expect(Self.waitForReport(pipeline, "out") { $0.int("discarded_events_total", "error") == 1000 })
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0)
+        let sink = try #require(try pipeline.finalComponent("out"))
+        #expect(sink.int("sent_events_total") == 0)
+        #expect(sink.balances)
+        #expect(sink["last_error"] != .null)
+        #expect(try peer.ask("committed stuck in")["sum"] as? Int == 0, "nothing was finished, so nothing committed")
+        #expect(child.errorText.contains("not delivered"))
+    }
+
+    /// No broker at all: the source reports it once, retries without spinning, and stops cleanly when asked.
+    @Test func anUnreachableClusterIsReportedOnceAndRetriedWithoutSpinning() throws {
+        let pipeline = try TemporaryPipeline(
+            Self.copyPipeline(group: "nobody", sink: "type: blackhole\ninputs: [in]"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path], environment: ["KAFKA_BROKERS": "127.0.0.1:1"])
+        try child.start()
+        child.feed { _ in nil }
+        #expect(child.waitForErrorText("in: kafka:"))
+        let before = child.cpuSeconds ?? 0
+        usleep(3_000_000)
+        let used = (child.cpuSeconds ?? 0) - before
+        if !underSanitizer { #expect(used < 0.5, "\(used) s of CPU in 3 s while retrying") }
+        #expect(child.process.isRunning, "an unreachable cluster does not end the run")
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0)
+        let reports = child.errorText.components(separatedBy: "\n").filter { $0.contains("in: kafka:") }
+        #expect(reports.count <= 3, "reported once per change, not per retry:\n\(reports.joined(separator: "\n"))")
+        #expect(try pipeline.finalComponent("in")?["last_error"] != .null)
+    }
+}

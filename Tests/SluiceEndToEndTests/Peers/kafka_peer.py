@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""An independent Kafka peer for Sluice's end-to-end tests and benchmarks (Debian's python3-confluent-kafka).
+
+It hosts librdkafka's mock cluster (3 brokers speaking the Kafka protocol on 127.0.0.1 ports; it lives as long as
+this process and auto-creates a topic with 4 partitions on first use), prints "BROKERS host:port,..." and then
+answers commands, one per line on stdin, with one JSON line on stdout each. TOPICS is one topic or several
+separated by commas: the mock keeps only about the last 100,000 messages of a partition, so a large test spreads
+its messages over several topics.
+
+  produce TOPICS N [KEYS]         N messages {"n": i, "key": "k<i % KEYS>", "lane": i % T, "pad": ...} with key
+                                  k<i % KEYS>, message i to topic i % T of the T TOPICS; answers
+                                  {"produced": N, "seconds": s}
+  check TOPICS N [SECS]            reads TOPIC from the start (a fresh group) until N distinct values of "n" came and
+                                  then nothing for a second, or nothing came for SECS seconds (default 20); answers count, distinct n, the
+                                  duplicates, up to 10 missing n below N, and order_violations: messages whose n is
+                                  not above the previous one of the same key in the same partition, among first
+                                  deliveries (a redelivery after a crash repeats a run of earlier n)
+  committed GROUP TOPICS          the group's committed offset per partition of TOPICS, and their sum
+  consume TOPICS N                a plain consumer (librdkafka under Python), reading N messages from the start as
+                                  fast as it can; answers {"count": n, "seconds": s} (the benchmarks' reference)
+  quit                            ends the process (the cluster goes with it)
+
+Every loop is bounded by a deadline; the process ends by itself after --lifetime seconds.
+"""
+import argparse, json, signal, sys, threading, time, uuid
+
+import confluent_kafka
+
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lifetime", type=float, default=600)
+parser.add_argument("--pad", type=int, default=0, help="bytes of padding in each produced message")
+arguments = parser.parse_args()
+
+threading.Timer(arguments.lifetime, lambda: (sys.stdout.flush(), __import__("os")._exit(3))).start()
+
+cluster = confluent_kafka.Producer({"test.mock.num.brokers": 3})
+brokers = ",".join(f"{b.host}:{b.port}" for b in cluster.list_topics(timeout=10).brokers.values())
+print("BROKERS " + brokers, flush=True)
+
+
+def answer(value):
+    print(json.dumps(value), flush=True)
+
+
+def produce(topics, count, keys=10):
+    producer = confluent_kafka.Producer({"bootstrap.servers": brokers, "linger.ms": 5, "enable.idempotence": True})
+    began = time.time()
+    pad = "x" * arguments.pad
+    for i in range(count):
+        key = f"k{i % keys}"
+        lane = i % len(topics)
+        value = json.dumps({"n": i, "key": key, "lane": lane, "pad": pad}, separators=(",", ":")).encode()
+        while True:
+            try:
+                producer.produce(topics[lane], key=key, value=value)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 1000 == 0:
+            producer.poll(0)
+    left = producer.flush(60)
+    answer({"produced": count - left, "seconds": time.time() - began})
+
+
+def consumer(group=None):
+    return confluent_kafka.Consumer({
+        "bootstrap.servers": brokers, "group.id": group or f"check-{uuid.uuid4()}",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False})
+
+
+def check(topics, count, idle_secs=20.0):
+    reader = consumer()
+    reader.subscribe(topics)
+    seen = {}
+    last = {}
+    violations = 0
+    total = 0
+    deadline = time.time() + 600
+    quiet_since = time.time()
+    # Until every n came, then on until the topic has been quiet for a second (duplicates may follow).
+    while time.time() < deadline and time.time() - quiet_since < (idle_secs if len(seen) < count else 1.0):
+        messages = reader.consume(10000, 0.5)
+        if messages:
+            quiet_since = time.time()
+        for message in messages:
+            if message.error():
+                continue
+            total += 1
+            event = json.loads(message.value())
+            n = event["n"]
+            first = n not in seen
+            seen[n] = seen.get(n, 0) + 1
+            slot = (message.topic(), message.partition(), event.get("key"))
+            if first:
+                if slot in last and last[slot] >= n:
+                    violations += 1
+                last[slot] = n
+    reader.close()
+    missing = [n for n in range(count) if n not in seen][:10]
+    answer({"count": total, "distinct": len(seen), "duplicates": total - len(seen), "missing": missing,
+            "order_violations": violations})
+
+
+def committed(group, topics):
+    reader = consumer(group)
+    wanted = [confluent_kafka.TopicPartition(topic, p) for topic in topics
+              for p in sorted(reader.list_topics(topic, timeout=10).topics[topic].partitions)]
+    offsets = {f"{tp.topic}/{tp.partition}": tp.offset for tp in reader.committed(wanted, timeout=10)}
+    reader.close()
+    answer({"offsets": offsets, "sum": sum(o for o in offsets.values() if o >= 0)})
+
+
+def consume(topics, count):
+    reader = consumer()
+    reader.subscribe(topics)
+    total = 0
+    began = None
+    deadline = time.time() + 300
+    while total < count and time.time() < deadline:
+        messages = reader.consume(10000, 0.5)
+        if messages and began is None:
+            began = time.time()
+        total += sum(1 for m in messages if not m.error())
+    answer({"count": total, "seconds": time.time() - (began or time.time())})
+    reader.close()
+
+
+for line in sys.stdin:
+    words = line.split()
+    if not words:
+        continue
+    command, rest = words[0], words[1:]
+    if command == "produce":
+        produce(rest[0].split(","), int(rest[1]), *(int(w) for w in rest[2:3]))
+    elif command == "check":
+        check(rest[0].split(","), int(rest[1]), *(float(w) for w in rest[2:3]))
+    elif command == "committed":
+        committed(rest[0], rest[1].split(","))
+    elif command == "consume":
+        consume(rest[0].split(","), int(rest[1]))
+    elif command == "quit":
+        break
+    else:
+        answer({"error": f"unknown command {command}"})
+sys.stdout.flush()
+__import__("os")._exit(0)

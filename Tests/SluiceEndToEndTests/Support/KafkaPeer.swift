@@ -1,0 +1,61 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The Python Kafka peer (`Peers/kafka_peer.py`): librdkafka's mock cluster on 127.0.0.1 ports, with a producer and
+/// checking consumers of its own, driven by one command at a time.
+final class KafkaPeer: @unchecked Sendable {
+    // @unchecked: configured in init; commands are sent by one test at a time.
+
+    let process = Process()
+    /// `host:port,...` of the cluster's brokers.
+    let brokers: String
+    private let commands = Pipe()
+    private let answers = Pipe()
+
+    /// Starts the peer, waiting (bounded by the peer's own start) until it names its brokers.
+    init(pad: Int = 0) throws {
+        let script = SluiceProcess.repository.appendingPathComponent("Tests/SluiceEndToEndTests/Peers/kafka_peer.py")
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [script.path, "--pad", String(pad)]
+        process.standardInput = commands
+        process.standardOutput = answers
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let line = Self.readLine(answers.fileHandleForReading.fileDescriptor)
+        guard line.hasPrefix("BROKERS ") else {
+            process.terminate()
+            throw PeerError(message: "the Kafka peer did not start: '\(line)'")
+        }
+        brokers = String(line.dropFirst(8))
+    }
+
+    /// Sends `command` and returns the peer's one-line JSON answer.
+    @discardableResult
+    func ask(_ command: String) throws -> [String: Any] {
+        try commands.fileHandleForWriting.write(contentsOf: Data((command + "\n").utf8))
+        let line = Self.readLine(answers.fileHandleForReading.fileDescriptor)
+        guard let answer = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw PeerError(message: "the Kafka peer answered '\(line)' to '\(command)'")
+        }
+        return answer
+    }
+
+    private static func readLine(_ descriptor: Int32) -> String {
+        var line = Data()
+        var byte: UInt8 = 0
+        while Glibc.read(descriptor, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+}
