@@ -15,33 +15,65 @@ public enum TestCatalog {
     public static let catalog = ComponentCatalog(types)
 }
 
-/// `counter`: emits the integers `0..<count` in batches of 100, then ends.
+/// `counter`: emits the integers `0..<count` in batches of 100, then ends. With `record_finished: NAME` it keeps,
+/// in ``FinishedRecords`` under NAME, each batch's ingest time and what ``SourceContext/finishedBefore`` said once
+/// the pipeline had drained, as a source that commits positions would use it.
 public struct CounterSourceConfig: SourceConfig {
     public static let typeName = "counter"
     public static let summary = "Test double: the integers 0..<count."
     public var count = 10
+    public var recordFinished: String?
 
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let count = options.value("count")?.int(in: 0...1_000_000_000) { self.count = count }
+        recordFinished = options.value("record_finished")?.string()
         try options.validated()
     }
 
-    public func makeSource() -> any Source { CounterSource(count: count) }
+    public func makeSource() -> any Source { CounterSource(count: count, recordFinished: recordFinished) }
 }
 
 struct CounterSource: Source {
     let count: Int
+    let recordFinished: String?
+    private let finishedBefore = Locked<(@Sendable () -> UInt64)?>(nil)
+
+    init(count: Int, recordFinished: String?) {
+        self.count = count
+        self.recordFinished = recordFinished
+    }
 
     func run(_ context: SourceContext) async throws {
+        finishedBefore.locked { $0 = context.finishedBefore }
         var next = 0
+        var ingestTimes: [UInt64] = []
         while next < count, !context.stop.isStopped {
             let end = min(count, next + 100)
             let now = MonotonicClock.nanos()
             let batch = (next..<end).map { Event(.int(Int64($0)), ingestNanos: now) }
             context.metrics.recordReceived(batch.count)
             await context.output.send(batch)
+            ingestTimes.append(now)
             next = end
         }
+        if let recordFinished { FinishedRecords.store.locked { $0[recordFinished] = (ingestTimes, 0) } }
+    }
+
+    func pipelineEnded() async {
+        guard let recordFinished, let finishedBefore = finishedBefore.locked({ $0 }) else { return }
+        let floor = finishedBefore()
+        FinishedRecords.store.locked { $0[recordFinished]?.finishedBefore = floor }
+    }
+}
+
+/// What `counter` sources with `record_finished` saw: each batch's ingest time, and the finished floor after the
+/// drain.
+public enum FinishedRecords {
+    static let store = Locked<[String: (batchIngestNanos: [UInt64], finishedBefore: UInt64)]>([:])
+
+    /// Removes and returns the record kept under `name`.
+    public static func take(_ name: String) -> (batchIngestNanos: [UInt64], finishedBefore: UInt64)? {
+        store.locked { $0.removeValue(forKey: name) }
     }
 }
 
@@ -104,24 +136,33 @@ struct PassTransform: Transform {
 }
 
 /// `collect`: keeps every event in ``CollectedEvents`` under the name given by `into` (default: the sink's id).
+/// With `fail_after: N` it fails (a write error) at the batch that would take it past N events.
 public struct CollectSinkConfig: SinkConfig {
     public static let typeName = "collect"
     public static let summary = "Test double: keeps events for inspection."
     public var name: String?
+    public var failAfter: Int?
 
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
         name = options.value("into")?.string()
+        failAfter = options.value("fail_after")?.int(in: 0...1_000_000_000)
         try options.validated()
     }
 
-    public func makeSink() -> any Sink { CollectSink(name: name) }
+    public func makeSink() -> any Sink { CollectSink(name: name, failAfter: failAfter) }
 }
 
 struct CollectSink: Sink {
     let name: String?
+    let failAfter: Int?
+
+    struct WriteFailed: Error {}
 
     func run(_ input: EventBuffer, _ context: SinkContext) async throws {
+        var written = 0
         while let batch = await input.next() {
+            written += batch.count
+            if let failAfter, written > failAfter { throw WriteFailed() }
             CollectedEvents.append(batch, to: name ?? context.id)
             context.metrics.recordWritten(batch, at: MonotonicClock.nanos())
         }

@@ -149,6 +149,94 @@ struct KafkaEndToEndTests {
         print("kafka group: \(count) events, \(duplicates) duplicates, the killed process had read \(killedRead)")
     }
 
+    /// A sink that does not keep up (stdout, not read for a while): the source pauses its partitions, memory stays
+    /// bounded while the lag grows, and once the reader catches up the lag drains and nothing is missing.
+    @Test func backpressurePausesThePartitionsAndTheLagDrainsWithNothingLost() throws {
+        let count = 200_000
+        let peer = try KafkaPeer(pad: 100)
+        defer { peer.stop() }
+        try peer.ask("produce slow-0,slow-1,slow-2,slow-3 \(count) 100")
+        let pipeline = try TemporaryPipeline(
+            Self.copyPipeline(
+                group: "slow", topics: "slow-0, slow-1, slow-2, slow-3",
+                sink: "type: stdout\ninputs: [in]\nbuffer: {max_events: 500}"))
+        defer { pipeline.remove() }
+        let child = try Self.start(pipeline, peer)
+        // Nothing is read from stdout: the pipe fills, the sink blocks, and the source pauses.
+        #expect(
+            Self.waitForReport(pipeline, "in") {
+                ($0.int("pauses_total") ?? 0) >= 1 && $0["paused"] == .bool(true) && ($0.int("consumer_lag") ?? 0) > 0
+            })
+        let stalled = try #require(Self.latest(pipeline, "in"))
+        let lagWhileStalled = stalled.int("consumer_lag") ?? 0
+        #expect(lagWhileStalled > count / 2, "the lag grows while the sink is stuck: \(lagWhileStalled)")
+        // Now read everything (bounded: a missing event ends the wait after 60 s, not never).
+        var output = Data()
+        var lines = 0
+        let deadline = Date().addingTimeInterval(60)
+        while lines < count, Date() < deadline, let chunk = child.readChunkIfAvailable(waitingMillis: 1_000) {
+            output.append(chunk)
+            lines += chunk.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+        }
+        #expect(lines == count)
+        #expect(Self.waitForReport(pipeline, "in") { $0.int("consumer_lag") == 0 }, "the lag drains")
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        let numbers = Set(
+            String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap { line -> Int? in
+                guard let n = line.firstRange(of: #""n":"#) else { return nil }
+                return Int(line[n.upperBound...].prefix { $0.isNumber })
+            })
+        #expect(numbers.count == count, "every event came out")
+        let source = try #require(try pipeline.finalComponent("in"))
+        #expect(source.int("received_events_total") == count && source.balances)
+        let rss = Int(try #require(try pipeline.reports().last?["process"]?["max_rss_bytes"]?.intValue))
+        if !underSanitizer { #expect(rss < 160 << 20, "peak RSS \(rss >> 20) MiB with \(count) events waiting") }
+        print("kafka backpressure: lag \(lagWhileStalled) while stalled, peak RSS \(rss >> 20) MiB")
+    }
+
+    /// The examples as the README runs them: two `kafka-scale-out.yaml` processes share the readings and write the
+    /// hot ones (a quarter of them) keyed by device; `kafka-to-stdout.yaml` prints those with their Kafka metadata.
+    @Test func theKafkaExamplesScaleOutAndPrint() throws {
+        let peer = try KafkaPeer()
+        defer { peer.stop() }
+        try peer.ask("produce sensor-readings 20000 100")
+        let environment = ["KAFKA_BROKERS": peer.brokers]
+        let workers = (0..<2).map { _ in
+            SluiceProcess(["run", "Pipelines/kafka-scale-out.yaml"], environment: environment)
+        }
+        for worker in workers {
+            try worker.start()
+            worker.feed { _ in nil }
+        }
+        let check = try peer.ask("check sensor-alerts 5000 60")
+        #expect(check["distinct"] as? Int == 5_000, "temperatures above 30 are a quarter of the readings")
+        #expect(check["order_violations"] as? Int == 0)
+        let printer = SluiceProcess(["run", "Pipelines/kafka-to-stdout.yaml"], environment: environment)
+        try printer.start()
+        printer.feed { _ in nil }
+        var output = Data()
+        let deadline = Date().addingTimeInterval(60)
+        while output.reduce(0, { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }) < 5_000, Date() < deadline,
+            let chunk = printer.readChunkIfAvailable(waitingMillis: 15_000)
+        {
+            output.append(chunk)
+        }
+        let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
+        #expect(lines.count == 5_000)
+        let first = try JSONReader.parse(String(try #require(lines.first)))
+        let celsius = try #require(first["temperature"]?.doubleValue)
+        #expect(first["temperature_f"]?.doubleValue == celsius * 9 / 5 + 32)
+        #expect(first["_key"] == first["device"], "keyed by device")
+        #expect(first["_partition"]?.intValue != nil && first["_offset"]?.intValue != nil)
+        for child in workers + [printer] {
+            kill(child.process.processIdentifier, SIGTERM)
+            _ = child.readAllOutput()
+            #expect(child.waitForExit() == 0)
+        }
+    }
+
     /// A message that cannot be delivered (no broker answers the sink) is counted under `error`, and the source
     /// never commits past it: the group's offsets stay where they were, so a restart reads it again.
     @Test func aFailedDeliveryIsCountedAndNothingIsCommittedPastIt() throws {

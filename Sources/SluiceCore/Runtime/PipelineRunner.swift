@@ -33,9 +33,6 @@ public final class PipelineRunner: Sendable {
     private let outputClosed = Mutex(false)
     /// What holds events, upstream first: each component's input buffer, then its task's or sink's mark.
     private let holders = Mutex<[@Sendable () -> UInt64]>([])
-    /// What was held when the first component failed: nothing from then on counts as finished, since events
-    /// that reach the failed component's closed input are discarded without being written.
-    private let heldAtFailure = Atomic<UInt64>(.max)
 
     /// Prepares to run `definition`; its components' warnings and errors go to `log`. What a component needs of
     /// the process (the descriptor `stdin` reads, say) was given to its type in the catalog, not to the runner.
@@ -52,13 +49,14 @@ public final class PipelineRunner: Sendable {
 
     /// The earliest ingest time (``MonotonicClock`` nanoseconds) of any event still held in a buffer, a component's
     /// hands, a stateful transform or a sink's unwritten output; `UInt64.max` when nothing is. Every event ingested
-    /// before it is finished: written, or discarded on purpose. After a component failed it no longer moves.
+    /// before it is finished: written, or discarded on purpose. A sink that failed holds the batch it could not
+    /// write for the rest of the run (its input's batch in hand), so the floor never passes it, although what
+    /// arrives at its closed input afterwards is discarded.
     ///
     /// No event slips past: holders are read upstream first, and each hands a batch on (its consumer's buffer
     /// holds it) before it lets go of it, so an event moving while they are read is found further down.
     public func heldSinceNanos() -> UInt64 {
-        let held = holders.locked { $0 }.reduce(UInt64.max) { min($0, $1()) }
-        return min(held, heldAtFailure.load(ordering: .sequentiallyConsistent))
+        holders.locked { $0 }.reduce(UInt64.max) { min($0, $1()) }
     }
 
     /// Component ids with every component after all those it reads from.
@@ -312,8 +310,6 @@ public final class PipelineRunner: Sendable {
 
     /// Records a failure, reports it, and stops the pipeline: a run with a failed component ends with exit 1.
     private func fail(_ message: String) {
-        // The failed component still holds what it could not write (its input's batch in hand, its mark).
-        heldAtFailure.store(heldSinceNanos(), ordering: .sequentiallyConsistent)
         failures.locked { $0.append(message) }
         log.error(message)
         stopSignal.stop()

@@ -25,6 +25,10 @@ struct ComponentConfigValidityTests {
         (.source, "websocket_server", "{listen: 9000}", "{listen: 'localhost:port'}"),
         (.source, "file", "{include: [/var/log/*.log]}", "{include: [logs/*.log]}"),
         (.source, "file", "{include: /var/log/a.log}", "{include: /var/log/a.log, read_from: middle}"),
+        (
+            .source, "kafka", "{bootstrap_servers: 'k:9092', topics: [t], group_id: g}",
+            "{bootstrap_servers: 'k:9092', topics: [t], group_id: g, librdkafka_options: {session.timeout.ms: soon}}"
+        ),
         (.transform, "filter", "{condition: '.a > 1'}", "{condition: '.a >'}"),
         (.transform, "map", "{set: {b: '.a + 1'}}", "{set: {b: '.a +'}}"),
         (
@@ -39,6 +43,11 @@ struct ComponentConfigValidityTests {
         (.sink, "file", "{path: out.jsonl}", "{path: ''}"),
         (.sink, "blackhole", "{}", "{}"),
         (.sink, "websocket_server", "{listen: 9000}", "{listen: 9000, max_clients: 0}"),
+        (
+            .sink, "kafka", "{bootstrap_servers: 'k:9092', topic: 'a-{.x}'}",
+            "{bootstrap_servers: 'k:9092', topic: 'a-{.x'}"
+        ),
+        (.sink, "kafka", "{bootstrap_servers: 'k:9092', topic: t}", "{bootstrap_servers: 'k:9092', topic: t, acks: 2}"),
     ]
 
     static func configure(_ kind: ComponentKind, _ type: String, _ yaml: String) throws -> (

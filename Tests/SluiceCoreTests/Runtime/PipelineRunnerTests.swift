@@ -50,6 +50,28 @@ struct PipelineRunnerTests {
         }
     }
 
+    /// A source that commits positions never commits past an event a failed sink did not write: the floor stays at
+    /// the batch the sink failed on, although the events arriving afterwards are discarded (which finishes them).
+    @Test func afterASinkFailsTheFinishedFloorStaysBeforeWhatItDidNotWrite() async throws {
+        let definition = try load(
+            """
+            sources:
+              in: {type: counter, count: 5000, record_finished: floor-after-failure}
+            sinks:
+              out: {type: collect, inputs: [in], into: floor-after-failure, fail_after: 1000, buffer: {max_events: 200}}
+            """)
+        let (outcome, report) = await run(definition)
+        #expect(outcome.failures.count == 1)
+        let written = CollectedEvents.take("floor-after-failure").count
+        let record = try #require(FinishedRecords.take("floor-after-failure"))
+        // The source's batches are 100 events each; the first one not written is batch `written / 100`.
+        let firstUnwritten = try #require(record.batchIngestNanos.dropFirst(written / 100).first)
+        #expect(record.finishedBefore <= firstUnwritten, "the floor went past an event that was never written")
+        #expect(record.finishedBefore > record.batchIngestNanos[0], "what was written before the failure is finished")
+        let sink = try #require(report.components.first { $0.id == "out" })
+        #expect(sink.discarded[.error] > 0)
+    }
+
     /// A transform with the default buffer whose only input is a transform feeding nothing else runs in that
     /// transform's task: no buffer, `runs_in` names the task's first transform, and every component balances.
     @Test func chainedTransformsRunFusedAndStillCountEverything() async throws {

@@ -7,8 +7,9 @@ answers commands, one per line on stdin, with one JSON line on stdout each. TOPI
 separated by commas: the mock keeps only about the last 100,000 messages of a partition, so a large test spreads
 its messages over several topics.
 
-  produce TOPICS N [KEYS]         N messages {"n": i, "key": "k<i % KEYS>", "lane": i % T, "pad": ...} with key
-                                  k<i % KEYS>, message i to topic i % T of the T TOPICS; answers
+  produce TOPICS N [KEYS]         N messages {"n": i, "key": "k<i % KEYS>", "device": "d-<i % KEYS>",
+                                  "temperature": i % 40 + 0.5, "lane": i % T, "pad": ...} with key k<i % KEYS>,
+                                  message i to topic i % T of the T TOPICS; answers
                                   {"produced": N, "seconds": s}
   check TOPICS N [SECS]            reads TOPIC from the start (a fresh group) until N distinct values of "n" came and
                                   then nothing for a second, or nothing came for SECS seconds (default 20); answers count, distinct n, the
@@ -51,7 +52,8 @@ def produce(topics, count, keys=10):
     for i in range(count):
         key = f"k{i % keys}"
         lane = i % len(topics)
-        value = json.dumps({"n": i, "key": key, "lane": lane, "pad": pad}, separators=(",", ":")).encode()
+        value = json.dumps({"n": i, "key": key, "device": f"d-{i % keys}", "temperature": i % 40 + 0.5, "lane": lane,
+                            "pad": pad}, separators=(",", ":")).encode()
         while True:
             try:
                 producer.produce(topics[lane], key=key, value=value)
