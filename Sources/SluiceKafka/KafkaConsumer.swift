@@ -9,7 +9,7 @@ internal import Synchronization
 /// A member of a Kafka consumer group, on librdkafka's high-level consumer.
 ///
 /// Offsets are never committed on their own (`enable.auto.commit` is off): the owner commits what it has finished
-/// with ``commit(_:)``. ``poll(timeoutMillis:_:)`` blocks, so all of it runs on one thread of the owner's, never
+/// with ``commit(_:)``. ``poll(upTo:timeoutMillis:_:)`` blocks, so all of it runs on one thread of the owner's, never
 /// on Swift's cooperative pool; the rebalance handler runs inside `poll` on that thread.
 public final class KafkaConsumer: @unchecked Sendable {
     // @unchecked: after init, every method is called from one thread at a time (the owner's poll thread, then the
@@ -72,33 +72,37 @@ public final class KafkaConsumer: @unchecked Sendable {
         guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(code: code) }
     }
 
-    /// Waits up to `timeoutMillis` for a message and shows it to `body`, whose view of it ends when `body` returns;
-    /// serves rebalances and callbacks meanwhile. Returns false when no message came in time.
+    /// Waits up to `timeoutMillis` for messages and shows each of up to `limit` that come to `body`, whose view of
+    /// it ends when `body` returns; serves rebalances and callbacks meanwhile. Returns how many messages (and
+    /// consumer errors, which are reported) came.
     @discardableResult
-    public func poll(timeoutMillis: Int32, _ body: (borrowing KafkaMessage) -> Void) -> Bool {
-        guard let message = rd_kafka_consumer_poll(handle, timeoutMillis) else { return false }
-        defer { rd_kafka_message_destroy(message) }
-        let fields = message.pointee
-        if fields.err != RD_KAFKA_RESP_ERR_NO_ERROR {
-            // A consumer error (an unknown topic, a partition gone): reported like the error callback's, once per
-            // change by the owner.
-            if fields.err != RD_KAFKA_RESP_ERR__PARTITION_EOF {
-                callbacks.events.error(String(cString: rd_kafka_message_errstr(message)), false)
+    public func poll(upTo limit: Int, timeoutMillis: Int32, _ body: (borrowing KafkaMessage) -> Void) -> Int {
+        var count = 0
+        while count < limit, let message = rd_kafka_consumer_poll(handle, count == 0 ? timeoutMillis : 0) {
+            defer { rd_kafka_message_destroy(message) }
+            count += 1
+            let fields = message.pointee
+            if fields.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                // A consumer error (an unknown topic, a partition gone): reported like the error callback's.
+                if fields.err != RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                    callbacks.events.error(String(cString: rd_kafka_message_errstr(message)), false)
+                }
+                continue
             }
-            return true
+            var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+            let timestamp = rd_kafka_message_timestamp(message, &timestampType)
+            body(
+                KafkaMessage(
+                    topic: topicName(fields.rkt), partition: fields.partition, offset: fields.offset,
+                    timestampMillis: timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp,
+                    key: fields.key.map { UnsafeRawBufferPointer(start: $0, count: fields.key_len) },
+                    payload: UnsafeRawBufferPointer(
+                        start: fields.payload, count: fields.payload == nil ? 0 : fields.len)))
         }
-        var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
-        let timestamp = rd_kafka_message_timestamp(message, &timestampType)
-        body(
-            KafkaMessage(
-                topic: topicName(fields.rkt), partition: fields.partition, offset: fields.offset,
-                timestampMillis: timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp,
-                key: fields.key.map { UnsafeRawBufferPointer(start: $0, count: fields.key_len) },
-                payload: UnsafeRawBufferPointer(start: fields.payload, count: fields.payload == nil ? 0 : fields.len)))
-        return true
+        return count
     }
 
-    /// Makes a ``poll(timeoutMillis:_:)`` that is waiting return now; from any thread.
+    /// Makes a ``poll(upTo:timeoutMillis:_:)`` that is waiting return now; from any thread.
     public func wake() {
         wakeable.locked { open in if open { rd_kafka_queue_yield(queue) } }
     }
@@ -172,7 +176,7 @@ public final class KafkaConsumer: @unchecked Sendable {
     }
 }
 
-/// One message, as ``KafkaConsumer/poll(timeoutMillis:_:)`` shows it: `key` and `payload` point into librdkafka's
+/// One message, as ``KafkaConsumer/poll(upTo:timeoutMillis:_:)`` shows it: `key` and `payload` point into librdkafka's
 /// memory and are valid only until the poll's closure returns.
 public struct KafkaMessage: ~Copyable {
     public let topic: String

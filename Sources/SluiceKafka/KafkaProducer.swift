@@ -31,7 +31,7 @@ public final class KafkaProducer: @unchecked Sendable {
     public enum Queued: Equatable, Sendable {
         case queued
         /// librdkafka's queue is full (`queue.buffering.max.messages` or `.kbytes`): try again after some
-        /// deliveries (see ``waitForDeliveries()``).
+        /// deliveries.
         case queueFull
         /// The message cannot be sent at all (too large, an unknown partition); no report will come for it.
         case rejected(KafkaError)
@@ -71,20 +71,25 @@ public final class KafkaProducer: @unchecked Sendable {
         }
     }
 
+    /// The topic named `name`, to produce to; made once per name and kept until the producer shuts down.
+    public func topic(_ name: String) throws(KafkaError) -> KafkaTopic {
+        let handle = topics.locked { topics -> OpaquePointer? in
+            if let existing = topics[name] { return existing }
+            let made = rd_kafka_topic_new(self.handle, name, nil)
+            topics[name] = made
+            return made
+        }
+        guard let handle else { throw KafkaError(code: rd_kafka_last_error()) }
+        return KafkaTopic(handle: handle, name: name)
+    }
+
     /// Queues `value` for `topic` (any partition, chosen from `key` by librdkafka's partitioner: the same key goes
     /// to the same partition); copies the bytes.
     public func produce(
-        topic: String, key: UnsafeRawBufferPointer?, value: UnsafeRawBufferPointer, token: UInt
+        to topic: KafkaTopic, key: UnsafeRawBufferPointer?, value: UnsafeRawBufferPointer, token: UInt
     ) -> Queued {
-        let handle = topics.locked { topics -> OpaquePointer? in
-            if let existing = topics[topic] { return existing }
-            let made = rd_kafka_topic_new(self.handle, topic, nil)
-            topics[topic] = made
-            return made
-        }
-        guard let handle else { return .rejected(KafkaError(code: rd_kafka_last_error())) }
         let result = rd_kafka_produce(
-            handle, sluice_rd_kafka_partition_ua, sluice_rd_kafka_msg_f_copy,
+            topic.handle, sluice_rd_kafka_partition_ua, sluice_rd_kafka_msg_f_copy,
             UnsafeMutableRawPointer(mutating: value.baseAddress), value.count, key?.baseAddress, key?.count ?? 0,
             UnsafeMutableRawPointer(bitPattern: token))
         guard result != 0 else { return .queued }
@@ -128,6 +133,19 @@ public final class KafkaProducer: @unchecked Sendable {
             return serving.done.take()
         }
         done?.resume()
+    }
+}
+
+/// A topic of a ``KafkaProducer``, valid until the producer shuts down.
+public final class KafkaTopic: @unchecked Sendable {
+    // @unchecked: `handle` is set once; librdkafka allows producing to a topic handle from any thread, and the
+    // producer frees it only at shutdown, after the last produce.
+    fileprivate let handle: OpaquePointer
+    public let name: String
+
+    fileprivate init(handle: OpaquePointer, name: String) {
+        self.handle = handle
+        self.name = name
     }
 }
 

@@ -59,7 +59,7 @@ struct CommandLineEndToEndTests {
             #expect(
                 result.errors.contains(
                     "\(pipeline.path):3:11: error: unknown source type 'stdn'\n    type: stdn\n          ^\n"
-                        + "note: expected one of: file, simulator, stdin, websocket, websocket_server; did you mean 'stdin'?"
+                        + "note: expected one of: file, kafka, simulator, stdin, websocket, websocket_server; did you mean 'stdin'?"
                 )
             )
             #expect(

@@ -99,14 +99,16 @@ struct KafkaEndToEndTests {
         #expect(try again.finalComponent("in")?.int("received_events_total") == 0)
     }
 
-    /// Three processes in one group share 16 partitions (4 topics); one is killed (SIGKILL) and one stopped
+    /// Three processes in one group share 32 partitions (8 topics); one is killed (SIGKILL) and one stopped
     /// (SIGTERM) mid-run, and the last one takes their partitions over: every event comes out at least once. The
     /// output topic is chosen per event by a template (`out-{.lane}`).
     @Test func threeSluicesInOneGroupLoseNothingWhenOneIsKilledAndOneStopped() throws {
         let count = underSanitizer ? 200_000 : 1_000_000
         let peer = try KafkaPeer()
         defer { peer.stop() }
-        let (inputs, outputs) = ("in-0,in-1,in-2,in-3", "out-0,out-1,out-2,out-3")
+        // The mock keeps only about 5 MB of a partition: 1,000,000 events of about 90 bytes need more than 16.
+        let inputs = (0..<8).map { "in-\($0)" }.joined(separator: ",")
+        let outputs = (0..<8).map { "out-\($0)" }.joined(separator: ",")
         #expect(try peer.ask("produce \(inputs) \(count) 100")["produced"] as? Int == count)
         let pipelines = try (0..<3).map { _ in
             try TemporaryPipeline(
@@ -125,7 +127,7 @@ struct KafkaEndToEndTests {
         #expect(Self.waitForReport(pipelines[1], "out") { ($0.int("sent_events_total") ?? 0) >= count / 10 })
         kill(children[1].process.processIdentifier, SIGTERM)
         #expect(children[1].waitForExit() == 0)
-        #expect(Self.waitForReport(pipelines[2], "in") { $0.int("partitions_assigned") == 16 })
+        #expect(Self.waitForReport(pipelines[2], "in") { $0.int("partitions_assigned") == 32 })
 
         let check = try peer.ask("check \(outputs) \(count) 120")
         #expect(check["distinct"] as? Int == count, "every event is in the output at least once")
@@ -133,7 +135,7 @@ struct KafkaEndToEndTests {
         let duplicates = try #require(check["duplicates"] as? Int)
         // Only the killed process's events after its last commit can be written twice: at most what it read
         // (one report interval later than `killedRead`, at most the commit interval's worth more).
-        #expect(duplicates <= killedRead + count / 10, "duplicates \(duplicates), killed process read \(killedRead)")
+        #expect(duplicates <= killedRead + count / 20, "duplicates \(duplicates), killed process read \(killedRead)")
         kill(children[2].process.processIdentifier, SIGTERM)
         #expect(children[2].waitForExit() == 0)
         #expect(children[0].waitForExit() == SIGKILL + 128 || children[0].process.terminationReason == .uncaughtSignal)

@@ -25,30 +25,37 @@ struct KafkaSink: Sink {
             ("linger.ms", "5"),
         ]
         if config.acks == .all { settings.append(("enable.idempotence", "true")) }
+        let round = DeliveryRound()
         let producer = try KafkaProducer(
             settings: config.client.settings(settings), events: errors.events,
-            onDelivery: { token, error in ledger.delivered(token, error) },
-            afterDeliveries: { ledger.settleRound() })
+            onDelivery: { token, error in round.add(token, error) },
+            afterDeliveries: { ledger.settle(round.take()) })
         context.metrics.provideDetails { ["last_error": errors.lastError.map { .string($0) } ?? .null] }
-        var encoder = MessageEncoder(config: config)
+        var encoder = MessageEncoder(config: config, producer: producer)
         while let batch = await input.next() {
             let sequence = ledger.open(batch)
             for index in batch.indices {
                 let token = DeliveryLedger.token(sequence, index)
-                guard encoder.encode(batch[index]) else {
+                guard let topic = encoder.encode(batch[index]) else {
                     ledger.settle(token, outcome: .unsendable(encoder.failure))
                     continue
                 }
+                // A full queue is tried once more at once (a round may have just ended), then after the next round.
+                var fullAt: Int?
                 while true {
-                    let round = ledger.round
-                    let queued = encoder.withMessage { topic, key, value in
-                        producer.produce(topic: topic, key: key, value: value, token: token)
+                    let queued = encoder.withMessage { key, value in
+                        producer.produce(to: topic, key: key, value: value, token: token)
                     }
                     switch queued {
                     case .queued:
                         break
                     case .queueFull:
-                        await ledger.waitForRound(after: round)
+                        if let round = fullAt {
+                            await ledger.waitForRound(after: round)
+                            fullAt = nil
+                        } else {
+                            fullAt = ledger.round
+                        }
                         continue
                     case .rejected(let error):
                         ledger.settle(token, outcome: .unsendable("rejected by librdkafka: \(error)"))
@@ -60,15 +67,16 @@ struct KafkaSink: Sink {
         }
         await ledger.waitUntilSettled()
         await producer.shutDown(flushMillis: Self.flushMillis)
-        ledger.settleRound()
     }
 }
 
 /// Turns an event into a message's topic, key and value, reusing its buffers.
 private struct MessageEncoder {
     let config: KafkaSinkConfig
-    private let constantTopic: String?
-    private var topic = ""
+    private let producer: KafkaProducer?
+    /// The topic when it is the same for every event; otherwise each topic made so far, by name.
+    private var constantTopic: KafkaTopic?
+    private var topics: [String: KafkaTopic] = [:]
     private var topicBytes: [UInt8] = []
     private var key: [UInt8] = []
     private var hasKey = false
@@ -77,24 +85,33 @@ private struct MessageEncoder {
     /// Why the last ``encode(_:)`` failed.
     private(set) var failure = ""
 
-    init(config: KafkaSinkConfig) {
+    init(config: KafkaSinkConfig, producer: KafkaProducer?) {
         self.config = config
-        constantTopic = config.topic.constantText
+        self.producer = producer
+        constantTopic = config.topic.constantText.flatMap { try? producer?.topic($0) }
         keyState = config.key?.makeState()
     }
 
-    /// Encodes `event`; false (with ``failure``) when its topic or key cannot be evaluated.
-    mutating func encode(_ event: Event) -> Bool {
+    /// Encodes `event` and returns its topic; `nil` (with ``failure``) when its topic or key cannot be evaluated.
+    mutating func encode(_ event: Event) -> KafkaTopic? {
         value.removeAll(keepingCapacity: true)
         do {
             try config.format.append(event, to: &value)
             value.removeLast()  // the newline a line sink writes
+            let topic: KafkaTopic
             if let constantTopic {
                 topic = constantTopic
             } else {
                 topicBytes.removeAll(keepingCapacity: true)
                 try config.topic.render(event, to: &topicBytes)
-                topic = String(decoding: topicBytes, as: UTF8.self)
+                let name = String(decoding: topicBytes, as: UTF8.self)
+                if let known = topics[name] {
+                    topic = known
+                } else {
+                    guard let producer else { return nil }
+                    topic = try producer.topic(name)
+                    topics[name] = topic
+                }
             }
             hasKey = false
             if let expression = config.key {
@@ -109,19 +126,17 @@ private struct MessageEncoder {
                     hasKey = true
                 }
             }
-            return true
+            return topic
         } catch {
             failure = "\(error)"
-            return false
+            return nil
         }
     }
 
-    func withMessage<Result>(
-        _ body: (String, UnsafeRawBufferPointer?, UnsafeRawBufferPointer) -> Result
-    ) -> Result {
+    func withMessage<Result>(_ body: (UnsafeRawBufferPointer?, UnsafeRawBufferPointer) -> Result) -> Result {
         value.withUnsafeBytes { value in
-            guard hasKey else { return body(topic, nil, value) }
-            return key.withUnsafeBytes { key in body(topic, key, value) }
+            guard hasKey else { return body(nil, value) }
+            return key.withUnsafeBytes { key in body(key, value) }
         }
     }
 }
@@ -129,14 +144,12 @@ private struct MessageEncoder {
 /// The sink's messages between queueing and the broker's answer, by batch; it keeps the sink's counters and its
 /// held mark (the earliest ingest time not yet acknowledged, or of a delivery that failed).
 ///
-/// Delivery reports come on the producer's thread and are gathered per round (``delivered(_:_:)``), then settled
-/// under one lock (``settleRound()``).
+/// Delivery reports come on the producer's thread, are gathered per round (``DeliveryRound``), then settled under
+/// one lock.
 final class DeliveryLedger: Sendable {
     private let context: SinkContext
     private let errors: KafkaErrorReporter
     private let state = Mutex(State())
-    /// The reports of the current round, gathered on the producer's thread.
-    private let reports = Mutex<[(token: UInt, failure: String?)]>([])
     private static let indexBits = 20
 
     enum Outcome {
@@ -219,18 +232,9 @@ final class DeliveryLedger: Sendable {
         }
     }
 
-    /// A delivery report (from the producer's thread).
-    func delivered(_ token: UInt, _ error: KafkaError?) {
-        reports.locked { $0.append((token, error.map(\.description))) }
-    }
-
-    /// Settles the reports gathered since the last round.
-    func settleRound() {
-        let round = reports.locked { reports -> [(token: UInt, failure: String?)] in
-            defer { reports.removeAll(keepingCapacity: true) }
-            return reports
-        }
-        settle(round.map { ($0.token, $0.failure.map(Outcome.failed) ?? .delivered) }, endsRound: true)
+    /// Settles a round of delivery reports.
+    func settle(_ round: [(token: UInt, outcome: Outcome)]) {
+        settle(round, endsRound: true)
     }
 
     /// Settles one event at once (one that never reached librdkafka).
@@ -248,20 +252,19 @@ final class DeliveryLedger: Sendable {
             for (token, outcome) in outcomes {
                 let sequence = Int(token >> Self.indexBits)
                 let index = Int(token & (1 << Self.indexBits - 1))
-                guard var batch = state.batches[sequence] else { continue }
+                guard let ingestNanos = state.batches[sequence]?.ingestNanos[index] else { continue }
                 switch outcome {
                 case .delivered:
-                    written.append(batch.ingestNanos[index])
+                    written.append(ingestNanos)
                 case .failed(let message):
                     failed += 1
-                    state.failedSince = min(state.failedSince, batch.ingestNanos[index])
+                    state.failedSince = min(state.failedSince, ingestNanos)
                     messages.append(message)
                 case .unsendable(let message):
                     unsendable += 1
                     messages.append(message)
                 }
-                batch.unsettled -= 1
-                state.batches[sequence] = batch
+                state.batches[sequence]!.unsettled -= 1
             }
             for (sequence, batch) in state.batches where batch.unsettled == 0 && sequence != state.opening {
                 state.batches[sequence] = nil
@@ -289,5 +292,21 @@ final class DeliveryLedger: Sendable {
         if failed + unsendable > 0 { context.metrics.recordDiscarded(failed + unsendable, cause: .error) }
         if failed > 0, let first = messages.first { errors.report("delivery failed: \(first)") }
         for continuation in resumed { continuation.resume() }
+    }
+}
+
+/// The delivery reports of one round of the producer's thread, gathered without a lock: `add` and `take` both run
+/// on that thread (`onDelivery` and `afterDeliveries`).
+final class DeliveryRound: @unchecked Sendable {
+    // @unchecked: touched only by the producer's service thread, as said above.
+    private var reports: [(token: UInt, outcome: DeliveryLedger.Outcome)] = []
+
+    func add(_ token: UInt, _ error: KafkaError?) {
+        reports.append((token, error.map { .failed($0.description) } ?? .delivered))
+    }
+
+    func take() -> [(token: UInt, outcome: DeliveryLedger.Outcome)] {
+        defer { reports.removeAll(keepingCapacity: true) }
+        return reports
     }
 }

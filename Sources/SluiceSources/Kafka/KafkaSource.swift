@@ -126,12 +126,17 @@ final class KafkaReader: Sendable {
         handOff.finish()
         var closing = shared.locked { $0.closing }
         while closing == nil {
-            consumer.poll(timeoutMillis: 100) { _ in }
+            consumer.poll(upTo: 1, timeoutMillis: 100) { _ in }
             loop.commitIfDue()
             closing = shared.locked { $0.closing }
         }
-        // After the drain every event sent is finished, unless a component failed or a delivery did.
-        loop.commitFinished(finishedBefore: context.finishedBefore())
+        // After the drain every event sent is finished, unless a component failed or a delivery did. A commit
+        // refused during a rebalance is tried again (for up to 3 s) while polling serves the rebalance.
+        var attempts = 0
+        while !loop.commitFinished(finishedBefore: context.finishedBefore()), attempts < 30 {
+            consumer.poll(upTo: 1, timeoutMillis: 100) { _ in }
+            attempts += 1
+        }
         loop.publish()
         consumer.close()
         closing?.resume()
@@ -181,7 +186,7 @@ final class KafkaReader: Sendable {
             paused = true
         }
 
-        /// Polls up to a batch of messages (waiting up to 100 ms for the first) and hands them on.
+        /// Polls up to a batch of messages (waiting up to 100 ms for the first ones) and hands them on.
         func readBatch() {
             var batch = KafkaBatch()
             var received = 0
@@ -191,8 +196,10 @@ final class KafkaReader: Sendable {
             let metadata = reader.config.metadata
             // The partition of the last message, so that a run of messages from one partition costs one update.
             var run: (partition: KafkaPartition, next: Int64)?
-            while batch.events.count < KafkaReader.batchLimit {
-                let polled = consumer.poll(timeoutMillis: batch.events.isEmpty ? 100 : 0) { message in
+            while received < KafkaReader.batchLimit {
+                let polled = consumer.poll(
+                    upTo: KafkaReader.batchLimit - received, timeoutMillis: received == 0 ? 100 : 0
+                ) { message in
                     received += 1
                     if let current = run, current.partition.partition == message.partition,
                         current.partition.topic == message.topic
@@ -221,7 +228,7 @@ final class KafkaReader: Sendable {
                     if !metadata.isEmpty { Self.add(metadata, of: message, to: &event) }
                     batch.events.append(event)
                 }
-                if !polled { break }
+                if polled == 0 { break }
             }
             if let run { batch.positions[run.partition] = run.next }
             guard received > 0 else { return }
@@ -265,22 +272,26 @@ final class KafkaReader: Sendable {
             }
         }
 
-        /// Commits, per owned partition, the offset after the last message whose events are all finished.
-        func commitFinished(finishedBefore: UInt64) {
+        /// Commits, per owned partition, the offset after the last message whose events are all finished; false
+        /// when the broker refused (what was refused is tried again next time).
+        @discardableResult
+        func commitFinished(finishedBefore: UInt64) -> Bool {
             let finished = reader.shared.locked { shared in
                 shared.pending.takeFinished(before: finishedBefore).filter { shared.assigned.contains($0.key) }
             }
             uncommitted.merge(finished) { max($0, $1) }
             let changed = uncommitted.filter { committed[$0.key] != $0.value }
             uncommitted = [:]
-            guard !changed.isEmpty else { return }
+            guard !changed.isEmpty else { return true }
             do {
                 try consumer.commit(changed)
                 committed.merge(changed) { $1 }
                 commits += 1
+                return true
             } catch {
                 uncommitted = changed
-                reader.errors.report("commit failed (tried again at the next interval): \(error)")
+                reader.errors.report("commit failed (tried again): \(error)")
+                return false
             }
         }
 
@@ -327,7 +338,8 @@ final class KafkaReader: Sendable {
             let details: JSONObject = [
                 "consumer_lag": .int(totalLag), "partitions_assigned": .int(Int64(assigned.count)),
                 "rebalances_total": .int(Int64(rebalances)), "commits_total": .int(Int64(commits)),
-                "paused": .bool(paused), "pauses_total": .int(Int64(pauses)), "last_error": reader.errors.lastError.map { .string($0) } ?? .null,
+                "paused": .bool(paused), "pauses_total": .int(Int64(pauses)),
+                "last_error": reader.errors.lastError.map { .string($0) } ?? .null,
                 "partitions": .object(partitions),
             ]
             reader.shared.locked { $0.figures = details }

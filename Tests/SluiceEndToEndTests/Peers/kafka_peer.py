@@ -4,8 +4,8 @@
 It hosts librdkafka's mock cluster (3 brokers speaking the Kafka protocol on 127.0.0.1 ports; it lives as long as
 this process and auto-creates a topic with 4 partitions on first use), prints "BROKERS host:port,..." and then
 answers commands, one per line on stdin, with one JSON line on stdout each. TOPICS is one topic or several
-separated by commas: the mock keeps only about the last 100,000 messages of a partition, so a large test spreads
-its messages over several topics.
+separated by commas: the mock keeps only about the last 5 MB of a partition (older messages are gone), so a large
+test spreads its messages over several topics.
 
   produce TOPICS N [KEYS]         N messages {"n": i, "key": "k<i % KEYS>", "device": "d-<i % KEYS>",
                                   "temperature": i % 40 + 0.5, "lane": i % T, "pad": ...} with key k<i % KEYS>,
