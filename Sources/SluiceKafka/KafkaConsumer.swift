@@ -150,14 +150,14 @@ public final class KafkaConsumer: @unchecked Sendable {
         rd_kafka_resume_partitions(handle, list)
     }
 
-    /// The end of `partition` (the offset the next message written to it will get), as last seen by a fetch;
-    /// `nil` before any fetch.
-    public func highWatermark(_ partition: KafkaPartition) -> Int64? {
+    /// The first offset `partition` still holds and its end (the offset the next message written to it will
+    /// get), as last seen from the brokers; `nil` before they were asked.
+    public func watermarks(_ partition: KafkaPartition) -> (low: Int64, high: Int64)? {
         var low: Int64 = 0
         var high: Int64 = 0
         let code = rd_kafka_get_watermark_offsets(handle, partition.topic, partition.partition, &low, &high)
         guard code == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { return nil }
-        return high
+        return (max(low, 0), high)
     }
 
     /// Leaves the group (the rebalance handler is told what is revoked, and commits) and frees the client. The

@@ -8,7 +8,14 @@ import Testing
 
 /// The `kafka` source and sink against librdkafka's mock cluster, hosted, fed and checked by an independent
 /// Python peer (`Peers/kafka_peer.py`), through the real binary.
-@Suite(.serialized)
+@Suite(
+    .serialized,
+    .disabled(
+        if: underThreadSanitizer,
+        """
+        librdkafka starts its threads with C11 thrd_create, which ThreadSanitizer does not intercept, and TSan's \
+        allocator then crashes in them (SIGSEGV in calloc on rdk:main, before any Sluice code runs there)
+        """))
 struct KafkaEndToEndTests {
     /// `topics` -> `output` through Sluice in consumer group `group`; `sink` replaces the options of the `kafka`
     /// sink.
@@ -74,6 +81,7 @@ struct KafkaEndToEndTests {
         let pipeline = try TemporaryPipeline(Self.copyPipeline(group: "copy"))
         defer { pipeline.remove() }
         let child = try Self.start(pipeline, peer)
+        defer { child.killIfRunning() }
         let check = try peer.ask("check out 100000 60")
         #expect(check["count"] as? Int == 100_000)
         #expect(check["distinct"] as? Int == 100_000)
@@ -93,6 +101,7 @@ struct KafkaEndToEndTests {
         let again = try TemporaryPipeline(Self.copyPipeline(group: "copy"))
         defer { again.remove() }
         let second = try Self.start(again, peer)
+        defer { second.killIfRunning() }
         #expect(Self.waitForReport(again, "in") { $0.int("partitions_assigned") == 4 })
         kill(second.process.processIdentifier, SIGTERM)
         #expect(second.waitForExit() == 0)
@@ -117,6 +126,7 @@ struct KafkaEndToEndTests {
         }
         defer { for pipeline in pipelines { pipeline.remove() } }
         let children = try pipelines.map { try Self.start($0, peer) }
+        defer { for child in children { child.killIfRunning() } }
         // Each gets partitions (4 among 3), then the first is killed once it has copied some.
         for pipeline in pipelines {
             #expect(Self.waitForReport(pipeline, "in") { ($0.int("partitions_assigned") ?? 0) >= 1 })
@@ -164,14 +174,15 @@ struct KafkaEndToEndTests {
                 sink: "type: stdout\ninputs: [in]\nbuffer: {max_events: 500}"))
         defer { pipeline.remove() }
         let child = try Self.start(pipeline, peer)
-        // Nothing is read from stdout: the pipe fills, the sink blocks, and the source pauses.
+        defer { child.killIfRunning() }
+        // Nothing is read from stdout: the pipe fills, the sink blocks, the source pauses, and the lag grows.
         #expect(
             Self.waitForReport(pipeline, "in") {
-                ($0.int("pauses_total") ?? 0) >= 1 && $0["paused"] == .bool(true) && ($0.int("consumer_lag") ?? 0) > 0
-            })
+                $0["paused"] == .bool(true) && ($0.int("consumer_lag") ?? 0) > count / 2
+            }, "the lag grows while the sink is stuck: \(String(describing: Self.latest(pipeline, "in")))")
         let stalled = try #require(Self.latest(pipeline, "in"))
         let lagWhileStalled = stalled.int("consumer_lag") ?? 0
-        #expect(lagWhileStalled > count / 2, "the lag grows while the sink is stuck: \(lagWhileStalled)")
+        #expect(stalled.int("pauses_total") ?? 0 >= 1)
         // Now read everything (bounded: a missing event ends the wait after 60 s, not never).
         var output = Data()
         var lines = 0
@@ -208,6 +219,7 @@ struct KafkaEndToEndTests {
         let workers = (0..<2).map { _ in
             SluiceProcess(["run", "Pipelines/kafka-scale-out.yaml"], environment: environment)
         }
+        defer { for worker in workers { worker.killIfRunning() } }
         for worker in workers {
             try worker.start()
             worker.feed { _ in nil }
@@ -216,6 +228,7 @@ struct KafkaEndToEndTests {
         #expect(check["distinct"] as? Int == 5_000, "temperatures above 30 are a quarter of the readings")
         #expect(check["order_violations"] as? Int == 0)
         let printer = SluiceProcess(["run", "Pipelines/kafka-to-stdout.yaml"], environment: environment)
+        defer { printer.killIfRunning() }
         try printer.start()
         printer.feed { _ in nil }
         var output = Data()
@@ -257,6 +270,7 @@ struct KafkaEndToEndTests {
                     """))
         defer { pipeline.remove() }
         let child = try Self.start(pipeline, peer)
+        defer { child.killIfRunning() }
         #expect(Self.waitForReport(pipeline, "out") { $0.int("discarded_events_total", "error") == 1000 })
         kill(child.process.processIdentifier, SIGTERM)
         #expect(child.waitForExit() == 0)
@@ -274,6 +288,7 @@ struct KafkaEndToEndTests {
             Self.copyPipeline(group: "nobody", sink: "type: blackhole\ninputs: [in]"))
         defer { pipeline.remove() }
         let child = SluiceProcess(["run", pipeline.path], environment: ["KAFKA_BROKERS": "127.0.0.1:1"])
+        defer { child.killIfRunning() }
         try child.start()
         child.feed { _ in nil }
         #expect(child.waitForErrorText("in: kafka:"))

@@ -67,7 +67,9 @@ struct ReadmeCommandsEndToEndTests {
         let parts = command.components(separatedBy: " && ")
         #expect(parts == ["scripts/install-deps", "scripts/demo"])
         for script in parts {
-            #expect(FileManager.default.isExecutableFile(atPath: SluiceProcess.repository.appendingPathComponent(script).path))
+            #expect(
+                FileManager.default.isExecutableFile(
+                    atPath: SluiceProcess.repository.appendingPathComponent(script).path))
         }
     }
 

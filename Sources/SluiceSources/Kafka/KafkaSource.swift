@@ -79,6 +79,9 @@ final class KafkaReader: Sendable {
                 ("partition.assignment.strategy", "cooperative-sticky"),
                 // What librdkafka fetches ahead, per partition: bounded, so that a paused pipeline holds little.
                 ("queued.max.messages.kbytes", "8192"),
+                // With statistics on, librdkafka asks the brokers for each partition's end every second, paused
+                // ones included, so that the lag keeps growing in the metrics while the pipeline pushes back.
+                ("statistics.interval.ms", "1000"),
             ]), events: errors.events)
         let consumer = consumer
         handOff = BatchHandOff(capacity: 2) { consumer.wake() }
@@ -126,7 +129,9 @@ final class KafkaReader: Sendable {
         handOff.finish()
         var closing = shared.locked { $0.closing }
         while closing == nil {
+            // A message that still comes is not read: its offset is never committed, so it is read again.
             consumer.poll(upTo: 1, timeoutMillis: 100) { _ in }
+            if loop.assignmentChanged { loop.pauseAll() }
             loop.commitIfDue()
             closing = shared.locked { $0.closing }
         }
@@ -137,7 +142,9 @@ final class KafkaReader: Sendable {
             consumer.poll(upTo: 1, timeoutMillis: 100) { _ in }
             attempts += 1
         }
+        // The final report keeps the partitions as they were at the end, not as leaving the group empties them.
         loop.publish()
+        loop.leaving = true
         consumer.close()
         closing?.resume()
     }
@@ -149,6 +156,8 @@ final class KafkaReader: Sendable {
         var scanner = CanonicalJSONScanner()
         var parseErrors = RateLimitedReporter()
         var paused = false
+        /// Set while the consumer leaves the group: the figures are no longer published.
+        var leaving = false
         /// How many times the pipeline's backpressure paused the partitions.
         var pauses = 0
         var assignmentChanged = false
@@ -184,6 +193,7 @@ final class KafkaReader: Sendable {
         func pauseAll() {
             consumer.pause(consumer.assignment())
             paused = true
+            assignmentChanged = false
         }
 
         /// Polls up to a batch of messages (waiting up to 100 ms for the first ones) and hands them on.
@@ -310,6 +320,7 @@ final class KafkaReader: Sendable {
                     shared.assigned.subtract(gone)
                     shared.pending.forget { gone.contains($0) }
                 }
+                guard !leaving else { return }
                 for partition in gone {
                     readThrough[partition] = nil
                     committed[partition] = nil
@@ -327,9 +338,11 @@ final class KafkaReader: Sendable {
             for partition in assigned {
                 var figures = JSONObject()
                 let position = readThrough[partition] ?? committed[partition]
-                if let high = consumer.highWatermark(partition), let position {
-                    figures["consumer_lag"] = .int(max(0, high - position))
-                    totalLag += max(0, high - position)
+                if let (low, high) = consumer.watermarks(partition) {
+                    // Nothing read or committed yet: the group starts where auto_offset_reset says.
+                    let start = position ?? (reader.config.autoOffsetReset == .earliest ? low : high)
+                    figures["consumer_lag"] = .int(max(0, high - start))
+                    totalLag += max(0, high - start)
                 }
                 figures["position"] = position.map { .int($0) } ?? .null
                 figures["committed_offset"] = committed[partition].map { .int($0) } ?? .null

@@ -143,6 +143,11 @@ final class SluiceProcess: @unchecked Sendable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Kills the child if it still runs, so that a test that fails half-way leaves nothing behind.
+    func killIfRunning() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
     /// Everything written to stderr so far.
     var errorText: String { String(decoding: collectedErrors.locked { $0 }, as: UTF8.self) }
 
@@ -237,6 +242,9 @@ extension JSONValue {
 /// shadow memory and quarantine inflate RSS, so the few assertions about speed (a rate held, a sink never
 /// blocked) and peak memory are not made; everything else is.
 let underSanitizer = ProcessInfo.processInfo.environment["SLUICE_SANITIZER"] != nil
+
+/// True when the tests run under ThreadSanitizer (`scripts/sanitize thread`).
+let underThreadSanitizer = ProcessInfo.processInfo.environment["SLUICE_SANITIZER"] == "thread"
 
 /// Line `index` of the synthetic input: a sensor-like JSON object of about 100 bytes.
 func sensorLine(_ index: Int) -> String {
