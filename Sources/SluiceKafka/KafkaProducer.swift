@@ -8,8 +8,8 @@ internal import Synchronization
 
 /// A Kafka producer on librdkafka, with a thread of its own that serves delivery reports.
 ///
-/// ``produce(topic:key:value:token:)`` only queues; the broker's answer for every message comes later to
-/// `onDelivery`, on the producer's thread, with the message's token. Call ``produce(topic:key:value:token:)`` from
+/// ``produce(to:key:value:token:)`` only queues; the broker's answer for every message comes later to
+/// `onDelivery`, on the producer's thread, with the message's token. Call ``produce(to:key:value:token:)`` from
 /// one task at a time.
 public final class KafkaProducer: @unchecked Sendable {
     // @unchecked: `handle` is set in init and freed only by the service thread after ``shutDown(flushMillis:)`` has
@@ -38,7 +38,7 @@ public final class KafkaProducer: @unchecked Sendable {
     }
 
     /// Creates the producer and starts its thread; `onDelivery(token, error)` is called once for every queued
-    /// message, with `nil` when the broker acknowledged it, and `deliveries(count)` once after each round of them.
+    /// message, with `nil` when the broker acknowledged it, and `afterDeliveries()` once after each round of them.
     public init(
         settings: KafkaSettings, events: KafkaClientEvents,
         onDelivery: @escaping @Sendable (_ token: UInt, _ error: KafkaError?) -> Void,
