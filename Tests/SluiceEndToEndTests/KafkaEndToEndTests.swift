@@ -252,6 +252,44 @@ struct KafkaEndToEndTests {
         }
     }
 
+    /// librdkafka's queue holds 100 messages here: the sink waits for deliveries instead of dropping, memory stays
+    /// flat, and at the end of stdin the run ends once every message was acknowledged.
+    @Test func aFullProducerQueueMakesTheSinkWaitAndNothingIsLost() throws {
+        let count = 50_000
+        let peer = try KafkaPeer()
+        defer { peer.stop() }
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              in: {type: stdin}
+            transforms:
+              numbered: {type: map, inputs: [in], rename: {seq: n}}
+            sinks:
+              out:
+                type: kafka
+                inputs: [numbered]
+                bootstrap_servers: ${KAFKA_BROKERS}
+                topic: queued
+                key: .device
+                librdkafka_options: {queue.buffering.max.messages: "100"}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path], environment: ["KAFKA_BROKERS": peer.brokers])
+        defer { child.killIfRunning() }
+        try child.start()
+        child.feed(sensorChunks(count: count))
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0, "the run ends at the end of stdin, after the last acknowledgement")
+        let sink = try #require(try pipeline.finalComponent("out"))
+        #expect(sink.int("sent_events_total") == count)
+        #expect(sink.balances)
+        #expect((sink.int("queue_full_waits_total") ?? 0) > 0, "the queue was full, and the sink waited")
+        let check = try peer.ask("check queued \(count) 30")
+        #expect(check["distinct"] as? Int == count)
+        #expect(check["duplicates"] as? Int == 0, "the idempotent producer writes each message once")
+    }
+
     /// A message that cannot be delivered (no broker answers the sink) is counted under `error`, and the source
     /// never commits past it: the group's offsets stay where they were, so a restart reads it again.
     @Test func aFailedDeliveryIsCountedAndNothingIsCommittedPastIt() throws {

@@ -30,7 +30,13 @@ struct KafkaSink: Sink {
             settings: config.client.settings(settings), events: errors.events,
             onDelivery: { token, error in round.add(token, error) },
             afterDeliveries: { ledger.settle(round.take()) })
-        context.metrics.provideDetails { ["last_error": errors.lastError.map { .string($0) } ?? .null] }
+        let queueFullWaits = Atomic<Int>(0)
+        context.metrics.provideDetails {
+            [
+                "last_error": errors.lastError.map { .string($0) } ?? .null,
+                "queue_full_waits_total": .int(Int64(queueFullWaits.load(ordering: .relaxed))),
+            ]
+        }
         var encoder = MessageEncoder(config: config, producer: producer)
         while let batch = await input.next() {
             let sequence = ledger.open(batch)
@@ -51,6 +57,7 @@ struct KafkaSink: Sink {
                         break
                     case .queueFull:
                         if let round = fullAt {
+                            queueFullWaits.add(1, ordering: .relaxed)
                             await ledger.waitForRound(after: round)
                             fullAt = nil
                         } else {
