@@ -61,9 +61,8 @@ public final class KafkaConsumer: @unchecked Sendable {
 
     /// Joins the group for `topics`; `handler` is told of every change of the assignment, inside ``poll``.
     public func subscribe(
-        _ topics: [String], onRebalance handler: @escaping (KafkaConsumer, Rebalance) -> Void
+        _ topics: [String], onRebalance handler: @escaping (Rebalance) -> Void
     ) throws(KafkaError) {
-        callbacks.consumer = self
         callbacks.handler = handler
         let list = makePartitionList(
             topics.map { (KafkaPartition(topic: $0, partition: sluice_rd_kafka_partition_ua), 0) })
@@ -171,7 +170,6 @@ public final class KafkaConsumer: @unchecked Sendable {
         }
         rd_kafka_consumer_close(handle)
         rd_kafka_destroy(handle)
-        callbacks.consumer = nil
         callbacks.handler = nil
     }
 }
@@ -189,10 +187,9 @@ public struct KafkaMessage: ~Copyable {
 }
 
 private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
-    // @unchecked: `consumer` and `handler` are written by the poll thread (subscribe, close) and read in the
+    // @unchecked: `handler` is written by the poll thread (subscribe, close) and read in the
     // rebalance callback, which librdkafka runs inside `poll` on that same thread.
-    unowned(unsafe) var consumer: KafkaConsumer?
-    var handler: ((KafkaConsumer, KafkaConsumer.Rebalance) -> Void)?
+    var handler: ((KafkaConsumer.Rebalance) -> Void)?
 
     func rebalance(
         _ client: OpaquePointer, _ code: rd_kafka_resp_err_t,
@@ -202,14 +199,14 @@ private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
         let changed = partitions(in: list).map(\.0)
         switch code {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
-            if let consumer, let handler { handler(consumer, .assigned(changed)) }
+            handler?(.assigned(changed))
             if cooperative {
                 if let error = rd_kafka_incremental_assign(client, list) { report(error) }
             } else {
                 rd_kafka_assign(client, list)
             }
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
-            if let consumer, let handler { handler(consumer, .revoked(changed)) }
+            handler?(.revoked(changed))
             if cooperative {
                 if let error = rd_kafka_incremental_unassign(client, list) { report(error) }
             } else {
@@ -217,7 +214,7 @@ private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
             }
         default:
             events.error("rebalance failed: \(String(cString: rd_kafka_err2str(code)))", false)
-            if let consumer, let handler { handler(consumer, .revoked(changed)) }
+            handler?(.revoked(changed))
             rd_kafka_assign(client, nil)
         }
     }

@@ -143,9 +143,10 @@ struct KafkaEndToEndTests {
         #expect(check["distinct"] as? Int == count, "every event is in the output at least once")
         #expect((check["missing"] as? [Int])?.isEmpty == true)
         let duplicates = try #require(check["duplicates"] as? Int)
-        // Only the killed process's events after its last commit can be written twice: at most what it read
-        // (one report interval later than `killedRead`, at most the commit interval's worth more).
-        #expect(duplicates <= killedRead + count / 20, "duplicates \(duplicates), killed process read \(killedRead)")
+        // Events after a member's last successful commit are read again by the partition's next owner: on this
+        // machine 11,746 to 34,288 in five runs, once 219,050 in CI on a loaded machine (commits refused while
+        // the group rebalanced). At-least-once allows them; the bound only catches a runaway re-read.
+        #expect(duplicates < count / 2, "duplicates \(duplicates), the killed process had read \(killedRead)")
         kill(children[2].process.processIdentifier, SIGTERM)
         #expect(children[2].waitForExit() == 0)
         #expect(children[0].waitForExit() == SIGKILL + 128 || children[0].process.terminationReason == .uncaughtSignal)
@@ -175,14 +176,15 @@ struct KafkaEndToEndTests {
         defer { pipeline.remove() }
         let child = try Self.start(pipeline, peer)
         defer { child.killIfRunning() }
-        // Nothing is read from stdout: the pipe fills, the sink blocks, the source pauses, and the lag grows.
+        // Nothing is read from stdout: the pipe fills, the sink blocks, and the source pauses with most of the
+        // input left in Kafka. (The lag shown covers the partitions whose end librdkafka has seen: on a loaded
+        // machine a partition paused before its first fetch is not in it yet.)
         #expect(
-            Self.waitForReport(pipeline, "in") {
-                $0["paused"] == .bool(true) && ($0.int("consumer_lag") ?? 0) > count / 2
-            }, "the lag grows while the sink is stuck: \(String(describing: Self.latest(pipeline, "in")))")
+            Self.waitForReport(pipeline, "in") { $0["paused"] == .bool(true) && ($0.int("consumer_lag") ?? 0) > 0 })
         let stalled = try #require(Self.latest(pipeline, "in"))
         let lagWhileStalled = stalled.int("consumer_lag") ?? 0
         #expect(stalled.int("pauses_total") ?? 0 >= 1)
+        #expect((stalled.int("received_events_total") ?? .max) < count / 4, "the source holds back while paused")
         // Now read everything (bounded: a missing event ends the wait after 60 s, not never).
         var output = Data()
         var lines = 0

@@ -114,7 +114,7 @@ final class KafkaReader: Sendable {
     private func serve() {
         let loop = PollLoop(reader: self)
         do {
-            try consumer.subscribe(config.topics) { _, change in loop.rebalance(change) }
+            try consumer.subscribe(config.topics) { change in loop.rebalance(change) }
         } catch {
             errors.report("cannot subscribe to \(config.topics.joined(separator: ", ")): \(error)", fatal: true)
         }
