@@ -13,11 +13,6 @@ public struct KafkaSettings: Sendable {
         self.entries = entries
     }
 
-    /// Sets `name` to `value`, after what is there.
-    public mutating func set(_ name: String, _ value: String) {
-        entries.append((name, value))
-    }
-
     /// librdkafka's complaint about one setting (an unknown name, a value out of range), or `nil` when it takes it.
     /// Settings that concern only producers or only consumers are accepted by both here; librdkafka warns about a
     /// misplaced one when the client starts.

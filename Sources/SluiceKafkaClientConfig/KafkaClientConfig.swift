@@ -53,7 +53,7 @@ public struct KafkaClientConfig: Sendable {
 public final class KafkaErrorReporter: Sendable {
     private let component: String
     private let log: Logger
-    private let state = Mutex<(last: String?, errors: Int, reported: Set<String>)>((nil, 0, []))
+    private let state = Mutex<(last: String?, reported: Set<String>)>((nil, []))
 
     public init(component: String, log: Logger) {
         self.component = component
@@ -62,8 +62,6 @@ public final class KafkaErrorReporter: Sendable {
 
     /// The latest error, for `last_error`.
     public var lastError: String? { state.locked { $0.last } }
-    /// How many errors were reported, repeats included.
-    public var errorCount: Int { state.locked { $0.errors } }
 
     /// The events a client built with these reports to.
     public var events: KafkaClientEvents {
@@ -76,7 +74,6 @@ public final class KafkaErrorReporter: Sendable {
         // CONNECT, 1 identical error(s) suppressed)"; a repeat is the same error without that.
         let kind = message.firstRange(of: " (after ").map { String(message[..<$0.lowerBound]) } ?? message
         let isNew = state.locked { state -> Bool in
-            state.errors += 1
             state.last = message
             return state.reported.insert(kind).inserted
         }

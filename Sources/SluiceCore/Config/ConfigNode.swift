@@ -148,6 +148,18 @@ public struct ConfigNode {
         }
     }
 
+    /// A text template (`"{.device} {.temperature}°C"`), compiled now; a mistake is reported at its own column
+    /// inside the YAML value.
+    public func template() -> Template? {
+        guard let text = string() else { return nil }
+        do {
+            return try Template(text)
+        } catch {
+            log.error(error.message, at: mark(atOffset: error.offset), notes: error.note.map { [$0] } ?? [])
+            return nil
+        }
+    }
+
     /// The position of a character inside a one-line scalar, after the opening quote if there is one. Block
     /// scalars and values spread over lines point at the value's start; in a quoted value, YAML escapes before
     /// the character shift the column by their extra length.

@@ -80,7 +80,7 @@ struct KafkaSink: Sink {
 /// Turns an event into a message's topic, key and value, reusing its buffers.
 private struct MessageEncoder {
     let config: KafkaSinkConfig
-    private let producer: KafkaProducer?
+    private let producer: KafkaProducer
     /// The topic when it is the same for every event; otherwise each topic made so far, by name.
     private var constantTopic: KafkaTopic?
     private var topics: [String: KafkaTopic] = [:]
@@ -92,10 +92,10 @@ private struct MessageEncoder {
     /// Why the last ``encode(_:)`` failed.
     private(set) var failure = ""
 
-    init(config: KafkaSinkConfig, producer: KafkaProducer?) {
+    init(config: KafkaSinkConfig, producer: KafkaProducer) {
         self.config = config
         self.producer = producer
-        constantTopic = config.topic.constantText.flatMap { try? producer?.topic($0) }
+        constantTopic = config.topic.constantText.flatMap { try? producer.topic($0) }
         keyState = config.key?.makeState()
     }
 
@@ -115,7 +115,6 @@ private struct MessageEncoder {
                 if let known = topics[name] {
                     topic = known
                 } else {
-                    guard let producer else { return nil }
                     topic = try producer.topic(name)
                     topics[name] = topic
                 }
@@ -183,6 +182,9 @@ final class DeliveryLedger: Sendable {
         var roundWaiter: (after: Int, continuation: CheckedContinuation<Void, Never>)?
         var settledWaiter: CheckedContinuation<Void, Never>?
         var failureReporter = RateLimitedReporter()
+
+        /// What the sink holds: the earliest ingest time of a batch not yet settled, or of a failed delivery.
+        var heldNanos: UInt64 { min(failedSince, batches.values.lazy.map(\.oldest).min() ?? .max) }
     }
 
     init(context: SinkContext, errors: KafkaErrorReporter) {
@@ -201,7 +203,7 @@ final class DeliveryLedger: Sendable {
             state.nextSequence += 1
             state.batches[sequence] = Batch(ingestNanos: ingest, unsettled: ingest.count, oldest: ingest.min() ?? .max)
             state.opening = sequence
-            context.held.set(min(state.failedSince, state.batches.values.lazy.map(\.oldest).min() ?? .max))
+            context.held.set(state.heldNanos)
             return sequence
         }
     }
@@ -253,6 +255,7 @@ final class DeliveryLedger: Sendable {
         let now = MonotonicClock.nanos()
         var written: [UInt64] = []
         var failed = 0
+        var firstFailure: String?
         var unsendable = 0
         var messages: [String] = []
         let resumed = state.locked { state -> [CheckedContinuation<Void, Never>] in
@@ -266,6 +269,7 @@ final class DeliveryLedger: Sendable {
                 case .failed(let message):
                     failed += 1
                     state.failedSince = min(state.failedSince, ingestNanos)
+                    firstFailure = firstFailure ?? message
                     messages.append(message)
                 case .unsendable(let message):
                     unsendable += 1
@@ -276,7 +280,7 @@ final class DeliveryLedger: Sendable {
             for (sequence, batch) in state.batches where batch.unsettled == 0 && sequence != state.opening {
                 state.batches[sequence] = nil
             }
-            context.held.set(min(state.failedSince, state.batches.values.lazy.map(\.oldest).min() ?? .max))
+            context.held.set(state.heldNanos)
             var resumed: [CheckedContinuation<Void, Never>] = []
             if endsRound {
                 state.round += 1
@@ -297,7 +301,7 @@ final class DeliveryLedger: Sendable {
             errors.recovered()
         }
         if failed + unsendable > 0 { context.metrics.recordDiscarded(failed + unsendable, cause: .error) }
-        if failed > 0, let first = messages.first { errors.report("delivery failed: \(first)") }
+        if let firstFailure { errors.report("delivery failed: \(firstFailure)") }
         for continuation in resumed { continuation.resume() }
     }
 }

@@ -51,15 +51,10 @@ public struct KafkaSinkConfig: SinkConfig {
         client = KafkaClientConfig(reading: options)
         var topic: Template?
         if let node = options.required("topic", note: "for example topic: sensor-alerts, or alerts-{.region}"),
-            let text = node.string()
+            let template = node.template()
         {
-            do {
-                topic = try Template(text)
-                if text.isEmpty { options.log.error("'topic' must not be empty", at: node.mark) }
-            } catch {
-                options.log.error(
-                    error.message, at: node.mark(atOffset: error.offset), notes: error.note.map { [$0] } ?? [])
-            }
+            topic = template
+            if template.constantText == "" { options.log.error("'topic' must not be empty", at: node.mark) }
         }
         key = options.value("key")?.expression()
         if let value = options.value("acks")?.choice(Acks.self) { acks = value }

@@ -20,16 +20,11 @@ public struct LineFormat: Sendable {
         let encodingNode = options.value("encoding")
         let encoding = encodingNode?.choice(LineEncoding.self)
         var template: Template?
-        if let node = options.value("template"), let text = node.string() {
-            if encoding == .json {
+        if let node = options.value("template") {
+            if encoding == .json, node.writtenText != nil {
                 options.log.error("a template needs 'encoding: text'", at: node.mark)
             }
-            do {
-                template = try Template(text)
-            } catch {
-                options.log.error(
-                    error.message, at: node.mark(atOffset: error.offset), notes: error.note.map { [$0] } ?? [])
-            }
+            template = node.template()
         }
         try options.validated()
         self.template = template

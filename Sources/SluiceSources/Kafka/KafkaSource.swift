@@ -180,9 +180,8 @@ final class KafkaReader: Sendable {
         func adjustPause() {
             let full = reader.handOff.isFull
             if full, !paused || assignmentChanged {
-                consumer.pause(consumer.assignment())
                 if !paused { pauses += 1 }
-                paused = true
+                pauseAll()
             } else if !full, paused {
                 consumer.resume(consumer.assignment())
                 paused = false
@@ -190,6 +189,7 @@ final class KafkaReader: Sendable {
             assignmentChanged = false
         }
 
+        /// Pauses every partition owned now (newly assigned ones too).
         func pauseAll() {
             consumer.pause(consumer.assignment())
             paused = true
