@@ -66,15 +66,19 @@ public enum MetricsFormatter {
 
     // MARK: - Prometheus
 
+    /// Prometheus text exposition: every metric with `# HELP` and `# TYPE`, named in base units (seconds, bytes) as
+    /// Prometheus' conventions and `promtool check metrics` ask.
     private static func prometheus(_ report: MetricsReport) -> String {
         var lines = [
             "# sluice report uptime_secs=\(rounded(report.uptimeSecs, 3)) final=\(report.final)",
+            "# HELP process_max_resident_memory_bytes The process's peak resident memory.",
             "# TYPE process_max_resident_memory_bytes gauge",
             "process_max_resident_memory_bytes \(report.maxRSSBytes)",
         ]
-        func metric(_ name: String, _ type: String, _ values: [(ComponentSnapshot, String, Double)?]) {
+        func metric(_ name: String, _ type: String, _ help: String, _ values: [(ComponentSnapshot, String, Double)?]) {
             let present = values.compactMap { $0 }
             guard !present.isEmpty else { return }
+            lines.append("# HELP \(name) \(help)")
             lines.append("# TYPE \(name) \(type)")
             for (component, extra, value) in present {
                 var labels =
@@ -85,34 +89,49 @@ public enum MetricsFormatter {
             }
         }
         let all = report.components
-        metric("component_received_events_total", "counter", all.map { ($0, "", Double($0.received)) })
-        metric("component_sent_events_total", "counter", all.map { ($0, "", Double($0.sent)) })
         metric(
-            "component_discarded_events_total", "counter",
+            "component_received_events_total", "counter", "Events the component took in.",
+            all.map { ($0, "", Double($0.received)) })
+        metric(
+            "component_sent_events_total", "counter",
+            "Events the component passed on (once per event, whatever the fan-out).",
+            all.map { ($0, "", Double($0.sent)) })
+        metric(
+            "component_discarded_events_total", "counter", "Events the component discarded, by cause.",
             all.flatMap { component in
                 DiscardCause.allCases.map { (component, "cause=\"\($0.rawValue)\"", Double(component.discarded[$0])) }
             })
-        metric("component_folded_events_total", "counter", all.map { ($0, "", Double($0.folded)) })
-        metric("component_created_events_total", "counter", all.map { ($0, "", Double($0.created)) })
         metric(
-            "component_state_size", "gauge",
+            "component_folded_events_total", "counter", "Input events absorbed into the component's state.",
+            all.map { ($0, "", Double($0.folded)) })
+        metric(
+            "component_created_events_total", "counter", "Events the component made itself (an aggregate's results).",
+            all.map { ($0, "", Double($0.created)) })
+        metric(
+            "component_state_size", "gauge", "Keys or open windows the component holds.",
             all.map { c in c.state.map { (c, "state=\"\($0.name)\"", Double($0.size)) } })
         metric(
-            "component_state_evicted_total", "counter",
+            "component_state_evicted_total", "counter", "Keys or windows given up early at the state limit.",
             all.map { c in c.state.map { (c, "state=\"\($0.name)\"", Double($0.evictedTotal)) } })
-        metric("buffer_events", "gauge", all.map { c in c.buffer.map { (c, "", Double($0.events)) } })
-        metric("buffer_max_events", "gauge", all.map { c in c.buffer?.maxEvents.map { (c, "", Double($0)) } })
         metric(
-            "buffer_high_water_events", "gauge", all.map { c in c.buffer.map { (c, "", Double($0.highWaterEvents)) } })
+            "buffer_events", "gauge", "Events waiting in the component's input buffer.",
+            all.map { c in c.buffer.map { (c, "", Double($0.events)) } })
         metric(
-            "buffer_blocked_seconds_total", "counter",
+            "buffer_max_events", "gauge", "The input buffer's capacity (absent when unbounded).",
+            all.map { c in c.buffer?.maxEvents.map { (c, "", Double($0)) } })
+        metric(
+            "buffer_high_water_events", "gauge", "The most events the input buffer has held.",
+            all.map { c in c.buffer.map { (c, "", Double($0.highWaterEvents)) } })
+        metric(
+            "buffer_blocked_seconds_total", "counter", "Seconds producers spent waiting for room in the input buffer.",
             all.map { c in c.buffer.map { (c, "", rounded($0.blockedSecsTotal, 6)) } })
         metric(
-            "component_latency_milliseconds", "summary",
+            "component_latency_seconds", "summary",
+            "Seconds from an event's ingestion to its write by the sink (the last interval; the whole run when final).",
             all.filter { $0.kind == .sink }.flatMap { component in
                 [0.5, 0.99].map { quantile in
                     report.latency(of: component).quantileMillis(quantile).map {
-                        (component, "quantile=\"\(quantile)\"", rounded($0, 3))
+                        (component, "quantile=\"\(quantile)\"", rounded($0 / 1000, 6))
                     }
                 }
             })

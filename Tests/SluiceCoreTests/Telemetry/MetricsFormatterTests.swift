@@ -60,6 +60,32 @@ struct MetricsFormatterTests {
                 #"buffer_blocked_seconds_total{component_id="out",component_kind="sink",component_type="stdout"} 0.42"#)
         )
         #expect(text.contains("# TYPE component_sent_events_total counter"))
+        // Latency in Prometheus' base unit: 0.32 ms is 0.00032 s.
+        #expect(
+            text.contains(
+                #"component_latency_seconds{component_id="out",component_kind="sink",component_type="stdout",quantile="0.99"} 0.00032"#
+            ))
+    }
+
+    /// Every metric carries help text and a type, once, before its first sample: what `promtool check metrics`
+    /// asks (the end-to-end API tests run promtool itself).
+    @Test func prometheusDescribesEveryMetricOnceBeforeItsSamples() {
+        let lines = MetricsFormatter.render(Self.report(), as: .prometheus).split(separator: "\n")
+        var described: [String: Int] = [:]
+        var typed: Set<Substring> = []
+        for line in lines {
+            if line.hasPrefix("# HELP ") {
+                let name = String(line.split(separator: " ")[2])
+                described[name, default: 0] += 1
+            } else if line.hasPrefix("# TYPE ") {
+                typed.insert(line.split(separator: " ")[2])
+            } else if !line.hasPrefix("#") {
+                let name = String(line.prefix { $0 != "{" && $0 != " " })
+                #expect(described[name] == 1, "\(name) has no single HELP line before its samples")
+                #expect(typed.contains(Substring(name)), "\(name) has no TYPE line before its samples")
+            }
+        }
+        #expect(described.count >= 10)
     }
 
     @Test func textNamesTheBottleneck() {
