@@ -57,9 +57,15 @@ let package = Package(
                 "SluiceCore", "SluiceSync", "SluiceWebSocket", "SluiceWebSocketListener", "SluiceKafka",
                 "SluiceKafkaClientConfig",
             ]),
+        // The HTTP API of a running pipeline, and the dashboard it serves (its page compiled into the binary).
+        .target(
+            name: "SluiceAPI",
+            dependencies: ["SluiceCore", "SluiceSync", "SluiceWebSocket"],
+            resources: [.embedInCode("Dashboard/dashboard.html")]
+        ),
         .target(
             name: "SluiceCLI",
-            dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks"]
+            dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks", "SluiceAPI"]
         ),
         .executableTarget(name: "sluice", dependencies: ["SluiceCLI"]),
 
@@ -69,6 +75,9 @@ let package = Package(
         .testTarget(name: "SluiceYAMLTests", dependencies: ["SluiceYAML"]),
         .testTarget(name: "SluiceRegexTests", dependencies: ["SluiceRegex"]),
         .testTarget(name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting"]),
+        .testTarget(
+            name: "SluiceAPITests",
+            dependencies: ["SluiceAPI", "SluiceCLI", "SluiceCore", "SluiceTesting", "SluiceWebSocket"]),
         .testTarget(
             name: "SluiceComponentsTests",
             dependencies: [

@@ -2,9 +2,24 @@
 enum Command: Equatable {
     case run(file: String, overrides: MetricsOverrides)
     case validate(files: [String])
+    case graph(file: String, format: GraphFormat)
+    case tap(component: String, api: APIAddress, limit: Int, rate: Double)
+    case top(api: APIAddress)
     case list
     case help
     case version
+}
+
+/// How `sluice graph` writes the pipeline.
+enum GraphFormat: String, Equatable {
+    case dot
+    case mermaid
+}
+
+/// Where `sluice top` and `sluice tap` find a running pipeline's API, and the token it asks for.
+struct APIAddress: Equatable {
+    var base = "http://127.0.0.1:8686"
+    var token: String?
 }
 
 /// Metrics settings given on the command line, which win over the file's.
@@ -19,8 +34,9 @@ struct UsageError: Error, Equatable {
     let message: String
 }
 
-/// Parses `sluice`'s arguments (without the program name).
-func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
+/// Parses `sluice`'s arguments (without the program name). `SLUICE_API_TOKEN` in `environment` is the token
+/// `top` and `tap` send when `--token` is not given.
+func parseCommandLine(_ arguments: [String], environment: [String: String] = [:]) throws(UsageError) -> Command {
     guard let first = arguments.first else { throw UsageError(message: "missing command") }
     let rest = Array(arguments.dropFirst())
     switch first {
@@ -35,6 +51,46 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
         }
         guard !rest.isEmpty else { throw UsageError(message: "'validate' needs at least one pipeline file") }
         return .validate(files: rest)
+    case "graph":
+        let options = try OptionReader(rest, command: first, allowed: ["--format"])
+        let format = try options.value("--format").map { text throws(UsageError) in
+            guard let format = GraphFormat(rawValue: text) else {
+                throw UsageError(message: "--format must be dot or mermaid, not '\(text)'")
+            }
+            return format
+        }
+        guard options.positional.count == 1 else { throw UsageError(message: "'graph' takes one pipeline file") }
+        return .graph(file: options.positional[0], format: format ?? .dot)
+    case "tap":
+        let options = try OptionReader(rest, command: first, allowed: ["--api", "--token", "--limit", "--rate"])
+        let api = options.apiAddress(environment)
+        let limit = try options.value("--limit").map { text throws(UsageError) in
+            guard let limit = Int(text), (1...1_000_000).contains(limit) else {
+                throw UsageError(message: "--limit must be a whole number from 1 to 1000000, not '\(text)'")
+            }
+            return limit
+        }
+        let rate = try options.value("--rate").map { text throws(UsageError) in
+            guard let rate = Double(text), rate > 0, rate <= 10_000 else {
+                throw UsageError(message: "--rate must be events per second above 0 and at most 10000, not '\(text)'")
+            }
+            return rate
+        }
+        guard options.positional.count == 1 else {
+            throw UsageError(message: "'tap' takes one component id (ID, or ID.OUTPUT for a route's output)")
+        }
+        let component = options.positional[0]
+        guard !component.isEmpty,
+            component.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-.".contains($0)) })
+        else {
+            throw UsageError(message: "'\(component)' is not a component id (ID, or ID.OUTPUT for a route's output)")
+        }
+        return .tap(component: component, api: api, limit: limit ?? 100, rate: rate ?? 10)
+    case "top":
+        let options = try OptionReader(rest, command: first, allowed: ["--api", "--token"])
+        let api = options.apiAddress(environment)
+        guard options.positional.isEmpty else { throw UsageError(message: "'top' takes no arguments") }
+        return .top(api: api)
     case "run":
         var file: String?
         var overrides = MetricsOverrides()
@@ -75,10 +131,48 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
     }
 }
 
+/// Reads `--name value` options, from those a command allows, and positional arguments.
+struct OptionReader {
+    private var values: [String: String] = [:]
+    private(set) var positional: [String] = []
+
+    init(_ arguments: [String], command: String, allowed: Set<String>) throws(UsageError) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument.hasPrefix("-") {
+                guard allowed.contains(argument) else {
+                    throw UsageError(message: "unknown option '\(argument)' for '\(command)'")
+                }
+                guard index + 1 < arguments.count else {
+                    throw UsageError(message: "option '\(argument)' needs a value")
+                }
+                values[argument] = arguments[index + 1]
+                index += 2
+            } else {
+                positional.append(argument)
+                index += 1
+            }
+        }
+    }
+
+    /// The value of `option`, when given.
+    func value(_ option: String) -> String? { values[option] }
+
+    /// `--api` and `--token` (or `SLUICE_API_TOKEN`): what `top` and `tap` connect with.
+    func apiAddress(_ environment: [String: String]) -> APIAddress {
+        APIAddress(
+            base: value("--api") ?? APIAddress().base, token: value("--token") ?? environment["SLUICE_API_TOKEN"])
+    }
+}
+
 let usage = """
     usage: sluice run FILE [--metrics-format text|json|prometheus] [--metrics-to stdout|stderr|PATH]
                            [--metrics-interval SECS]
            sluice validate FILE...
+           sluice graph FILE [--format dot|mermaid]
+           sluice top [--api URL] [--token TOKEN]
+           sluice tap COMPONENT [--api URL] [--token TOKEN] [--limit N] [--rate PER_SEC]
            sluice list
            sluice --help | --version
 
@@ -87,7 +181,13 @@ let usage = """
     commands:
       run        run the pipeline in FILE until its sources end or SIGINT/SIGTERM (a second signal exits at once)
       validate   check pipeline files and print every problem with its line and column
+      graph      print the pipeline in FILE as a graph: Graphviz DOT, or a Mermaid flowchart
+      top        watch a running pipeline (its 'api' section) in the terminal: rates, drops, buffers, bottleneck
+      tap        print events leaving a component of a running pipeline, one JSON per line (default 100, 10/s)
       list       list every component type
+
+    top and tap read the API at http://127.0.0.1:8686 unless --api says otherwise; the token comes from --token or
+    SLUICE_API_TOKEN.
 
     exit codes: 0 success, 1 runtime failure, 64 usage error, 78 invalid pipeline file
     """

@@ -1,3 +1,4 @@
+internal import SluiceAPI
 package import SluiceCore
 internal import SluiceSinks
 internal import SluiceSources
@@ -45,7 +46,7 @@ public enum SluiceCommand {
     ) async -> ExitCode {
         let command: Command
         do {
-            command = try parseCommandLine(arguments)
+            command = try parseCommandLine(arguments, environment: environment)
         } catch {
             printError("sluice: error: \(error.message)\n\(usage)")
             return .usage
@@ -62,6 +63,15 @@ public enum SluiceCommand {
             return .success
         case .validate(let files):
             return validate(files, environment: environment)
+        case .graph(let file, let format):
+            guard let definition = load(file, environment: environment) else { return .invalidConfig }
+            let graph = PipelineGraph(definition)
+            print(format == .dot ? graph.dot : graph.mermaid, terminator: "")
+            return .success
+        case .top(let api):
+            return await TopCommand.run(api, onStopRequest: onStopRequest)
+        case .tap(let component, let api, let limit, let rate):
+            return await tap(component, api: api, limit: limit, rate: rate, onStopRequest: onStopRequest)
         case .run(let file, let overrides):
             return await run(file, overrides: overrides, environment: environment, onStopRequest: onStopRequest)
         }
@@ -138,13 +148,74 @@ public enum SluiceCommand {
             }
         }
         let runner = PipelineRunner(definition: definition, log: .standardError)
+        let api = definition.api.map { APIServer(settings: $0, definition: definition, metrics: runner.metrics) }
         let reporter = MetricsReporter(
             settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,
-            writer: metricsWriter)
-        onStopRequest { runner.stop() }
+            writer: metricsWriter, observer: api.map { api -> @Sendable (MetricsReport) -> Void in api.publish })
+        if let api, let settings = definition.api {
+            do {
+                let urls = try await api.start()
+                Logger.standardError.info("api: listening on \(urls.joined(separator: ", "))")
+            } catch {
+                printError("sluice: error: api: \(error) (api.listen is \(settings.host):\(settings.port))")
+                await metricsWriter.close()
+                return .runtimeFailure
+            }
+            api.publish(reporter.peekReport())
+        }
+        onStopRequest {
+            api?.markStopping()
+            runner.stop()
+        }
         let outcome = await runner.run(reporter: reporter)
+        api?.stop()
         await metricsWriter.close()
         return outcome.failures.isEmpty ? .success : .runtimeFailure
+    }
+
+    // MARK: - tap
+
+    /// Prints what `/api/tap` sends, one event per line, until `limit` events came, the pipeline stopped, or the
+    /// user did.
+    private static func tap(
+        _ component: String, api: APIAddress, limit: Int, rate: Double,
+        onStopRequest: (@escaping @Sendable () -> Void) -> Void
+    ) async -> ExitCode {
+        let feed: AsyncStream<APIFeedEvent>
+        do {
+            feed = try APIFeed.open(
+                base: api.base, path: "/api/tap?component=\(component)&limit=\(limit)&rate=\(rate)", token: api.token,
+                reconnects: false)
+        } catch {
+            printError("sluice: error: tap: \(error)")
+            return .usage
+        }
+        let loop = Task {
+            var received = 0
+            for await event in feed {
+                switch event {
+                case .message(let text):
+                    received += 1
+                    do {
+                        try await standardOutput.write(Array((text + "\n").utf8))
+                    } catch {
+                        return ExitCode.success  // `sluice tap x | head`: the reader has what it wanted.
+                    }
+                    if received == limit { return .success }
+                case .status:
+                    break
+                case .ended(let reason, let normal):
+                    if normal { return .success }
+                    printError("sluice: error: tap: \(reason)")
+                    return .runtimeFailure
+                }
+            }
+            return .success
+        }
+        onStopRequest { loop.cancel() }
+        let code = await loop.value
+        await standardOutput.drain()
+        return code
     }
 
     // MARK: - Helpers

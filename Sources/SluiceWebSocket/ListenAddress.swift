@@ -26,7 +26,7 @@ struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// The addresses `host` stands for: an IPv4 or IPv6 address (brackets allowed), `*` (every interface, both
     /// families), the name of a network interface (its IPv4 and non-link-local IPv6 addresses), or a host name
     /// (every address it resolves to).
-    static func resolve(_ host: String) -> Result<[ListenAddress], WebSocketServerError> {
+    static func resolve(_ host: String) -> Result<[ListenAddress], ServerError> {
         var name = host
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         if name == "*" {
@@ -38,7 +38,7 @@ struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         let resolved = hostAddresses(name)
         if !resolved.isEmpty { return .success(resolved) }
         return .failure(
-            WebSocketServerError(
+            ServerError(
                 message:
                     "cannot listen on '\(host)': it is not an IP address, an interface or a host name that resolves"))
     }

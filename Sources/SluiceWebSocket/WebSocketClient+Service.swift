@@ -166,6 +166,12 @@ extension WebSocketClient {
         attempts += 1
         updateStatistics { $0.lastError = reason }
         let policy = options.reconnect
+        if !options.reconnects {
+            updateStatistics { $0.state = .stopped }
+            continuation.yield(.gaveUp(reason))
+            requestExit(context)
+            return
+        }
         if policy.maxAttempts > 0, attempts > policy.maxAttempts {
             report("giving up on \(options.displayURL) after \(policy.maxAttempts) attempts: \(reason)")
             updateStatistics { $0.state = .stopped }

@@ -29,6 +29,9 @@ public struct WebSocketClientOptions: Sendable {
     public var handshakeTimeoutSecs = 10
     /// How reconnects are paced.
     public var reconnect = ReconnectPolicy()
+    /// False for a client of one connection (`sluice tap`): when it fails or ends, the client ends with
+    /// ``WebSocketClientEvent/gaveUp(_:)`` and the reason, instead of reconnecting.
+    public var reconnects = true
     /// A PEM file of certificate authorities to trust for wss://, beside the system's.
     public var caFile: String?
     /// Accept any certificate (self-signed, unknown CA, wrong host name).

@@ -34,14 +34,6 @@ public struct WebSocketServerOptions: Sendable {
     public init() {}
 }
 
-/// Where a started server listens, read from its sockets.
-public struct WebSocketServerListening: Sendable, Equatable {
-    /// The port every socket listens on.
-    public var port: Int
-    /// Each listening socket's address and port as the kernel reports it: `127.0.0.1:8765`, `[::1]:8765`.
-    public var addresses: [String]
-}
-
 /// Counters of a server, for metrics.
 public struct WebSocketServerStatistics: Sendable, Equatable {
     /// Clients connected now.
@@ -101,11 +93,10 @@ public final class WebSocketServer: @unchecked Sendable {
         var stopRequested = false
         var gate: ReadGate
         var statistics = WebSocketServerStatistics()
-        var startResult: Result<WebSocketServerListening, WebSocketServerError>?
-        var startWaiter: CheckedContinuation<Result<WebSocketServerListening, WebSocketServerError>, Never>?
     }
 
     let shared: Mutex<Shared>
+    private let started = StartGate()
 
     final class Session {
         var queue: [[UInt8]] = []
@@ -171,24 +162,16 @@ public final class WebSocketServer: @unchecked Sendable {
 
     /// Starts listening on a thread of its own; returns where it listens, read from the listening sockets (the
     /// port is useful with port 0), or why it could not listen.
-    public func start() async throws(WebSocketServerError) -> WebSocketServerListening {
+    public func start() async throws(ServerError) -> ServerListening {
         let retained = Unmanaged.passRetained(self)
         do {
             try ServiceThread.start { retained.takeRetainedValue().run() }
         } catch {
             retained.release()
             continuation.finish()
-            throw WebSocketServerError(message: error.message)
+            throw ServerError(message: error.message)
         }
-        let result = await withCheckedContinuation { continuation in
-            let ready = shared.locked { state -> Result<WebSocketServerListening, WebSocketServerError>? in
-                if let result = state.startResult { return result }
-                state.startWaiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-        return try result.get()
+        return try await started.wait()
     }
 
     /// Queues `messages` (encoded text) for every connected client. A slow client never makes this wait (it loses
@@ -246,32 +229,13 @@ public final class WebSocketServer: @unchecked Sendable {
         let resources = LWSResources()
         resources.protocols[0].name = UnsafePointer(resources.protocolName)
         resources.protocols[0].callback = serverCallback
-        var context: OpaquePointer?
-        let result: Result<WebSocketServerListening, WebSocketServerError>
-        switch ListenAddress.resolve(options.host) {
-        case .failure(let error):
-            result = .failure(error)
-        case .success(let addresses):
-            // The sockets new between the two snapshots are this server's: no other server makes any meanwhile.
-            result = ListeningSockets.creation.locked { _ -> Result<WebSocketServerListening, WebSocketServerError> in
-                let before = ListeningSockets.snapshot()
-                context = createContext(resources)
-                guard let context else {
-                    return .failure(WebSocketServerError(message: "cannot start a server (see the lws error above)"))
-                }
-                return listen(context, on: addresses, resources: resources).flatMap { _ in
-                    boundAddresses(since: before)
-                }
-            }
-        }
-        let waiter = shared.locked {
-            state -> CheckedContinuation<Result<WebSocketServerListening, WebSocketServerError>, Never>? in
-            state.startResult = result
-            if let context, case .success = result { state.context = .init(pointer: context) }
-            defer { state.startWaiter = nil }
-            return state.startWaiter
-        }
-        waiter?.resume(returning: result)
+        let (context, result) = ServerContext.open(
+            ServerContext.Endpoint(
+                host: options.host, port: options.port, certFile: options.certFile, keyFile: options.keyFile,
+                timeoutSecs: options.handshakeTimeoutSecs),
+            resources: resources, owner: Unmanaged.passUnretained(self).toOpaque())
+        if let context, case .success = result { shared.locked { $0.context = .init(pointer: context) } }
+        started.publish(result)
         if let context {
             if case .success = result {
                 while !exitRequested {
@@ -285,63 +249,6 @@ public final class WebSocketServer: @unchecked Sendable {
         // The context pointed into this memory until it was destroyed just above; only now may it be freed.
         withExtendedLifetime(resources) {}
         continuation.finish()
-    }
-
-    /// A context with no listener of its own: each address gets a vhost (see ``listen(_:on:resources:)``).
-    private func createContext(_ resources: LWSResources) -> OpaquePointer? {
-        var info = lws_context_creation_info()
-        info.options = UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
-        if options.certFile != nil { info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) }
-        info.user = Unmanaged.passUnretained(self).toOpaque()
-        // lws' own round trips (a handshake's, a close's) are given this long.
-        info.timeout_secs = UInt32(clamping: options.handshakeTimeoutSecs)
-        return lws_create_context(&info)
-    }
-
-    /// Binds one vhost per address, all on one port (the first's, when the port is 0). Each vhost's options make
-    /// lws bind exactly its family: IPv6 off for an IPv4 address, `IPV6_V6ONLY` on for an IPv6 one.
-    private func listen(_ context: OpaquePointer, on addresses: [ListenAddress], resources: LWSResources)
-        -> Result<Int, WebSocketServerError>
-    {
-        var port = options.port
-        for (index, address) in addresses.enumerated() {
-            var info = lws_context_creation_info()
-            info.vhost_name = UnsafePointer(resources.string("sluice-\(index)"))
-            info.port = Int32(port)
-            info.iface = UnsafePointer(resources.string(address.numeric))
-            info.protocols = UnsafePointer(resources.protocols)
-            info.options =
-                UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8) | UInt64(LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND)
-                | (address.isIPv6
-                    ? UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY) | UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE)
-                    : UInt64(LWS_SERVER_OPTION_DISABLE_IPV6))
-            // A connection that has not finished its upgrade request is closed after this long (a vhost setting).
-            info.timeout_secs_ah_idle = UInt32(clamping: options.handshakeTimeoutSecs)
-            if let cert = options.certFile, let key = options.keyFile {
-                // lws reads this option from the vhost's info as well as the context's before it sets up TLS.
-                info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
-                info.ssl_cert_filepath = UnsafePointer(resources.string(cert))
-                info.ssl_private_key_filepath = UnsafePointer(resources.string(key))
-            }
-            guard let vhost = lws_create_vhost(context, &info), lws_get_vhost_listen_port(vhost) > 0 else {
-                return .failure(
-                    WebSocketServerError(
-                        message: "cannot listen on \(address.withPort(port)) (see the lws error above)"))
-            }
-            port = Int(lws_get_vhost_listen_port(vhost))
-        }
-        return .success(port)
-    }
-
-    /// The listening sockets opened since `before`, as the kernel reports them.
-    private func boundAddresses(since before: [UInt64: Int32]) -> Result<WebSocketServerListening, WebSocketServerError>
-    {
-        let bound = ListeningSockets.snapshot().filter { before[$0.key] == nil }.values.sorted()
-            .compactMap(ListeningSockets.listeningAddress)
-        guard let port = bound.first?.1, bound.allSatisfy({ $0.1 == port }) else {
-            return .failure(WebSocketServerError(message: "the server's listening sockets could not be found"))
-        }
-        return .success(WebSocketServerListening(port: port, addresses: bound.map { $0.0.withPort($0.1) }))
     }
 
     private func deliverPending(_ context: OpaquePointer) {
@@ -560,12 +467,6 @@ public final class WebSocketServer: @unchecked Sendable {
         if dropped > 0 { shared.locked { $0.statistics.slowClientDroppedTotal += dropped } }
         lws_callback_on_writable_all_protocol(context, lws_get_protocol(wsi))
     }
-}
-
-/// A server that could not start.
-public struct WebSocketServerError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    public var description: String { message }
 }
 
 private func serverCallback(

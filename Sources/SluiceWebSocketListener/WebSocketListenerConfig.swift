@@ -28,18 +28,9 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
 
     /// Reads the listener options from a component's mapping; throws when any of them was not valid.
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
-        if let node = options.value("listen"), let text = node.string() {
-            if let (host, port) = Self.parseListen(text) {
-                self.host = host
-                self.port = port
-            } else {
-                options.log.error(
-                    "\(node.shown(text)) is not a listen address", at: node.mark,
-                    notes: [
-                        "write HOST:PORT ([IPV6]:PORT for an IPv6 address, *:PORT for every interface), or a bare "
-                            + "PORT to bind 127.0.0.1 only"
-                    ])
-            }
+        if let (host, port) = options.value("listen")?.listenAddress() {
+            self.host = host
+            self.port = port
         }
         if let path = options.value("path")?.string() { self.path = path.hasPrefix("/") ? path : "/" + path }
         if let tls = options.value("tls")?.mapping() {
@@ -65,27 +56,6 @@ public struct WebSocketListenerConfig: Sendable, Equatable {
         }
         try options.validated()
     }
-
-    /// `HOST:PORT`, `[IPV6]:PORT` or a bare `PORT` (which binds 127.0.0.1). An IPv6 address needs its brackets,
-    /// so that its last group is never taken for the port.
-    static func parseListen(_ text: String) -> (String, Int)? {
-        if let port = Int(text), (0...65535).contains(port) { return ("127.0.0.1", port) }
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (0...65535).contains(port)
-        else { return nil }
-        var host = String(text[..<colon])
-        if host.hasPrefix("[") {
-            guard host.hasSuffix("]"), host.contains(":") else { return nil }
-            host = String(host.dropFirst().dropLast())
-        } else if host.contains(":") {
-            return nil
-        }
-        let allowed = host.unicodeScalars.allSatisfy {
-            $0.isASCII
-                && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || ".-_:%*".unicodeScalars.contains($0))
-        }
-        return host.isEmpty || !allowed ? nil : (host, port)
-    }
 }
 
 extension WebSocketListenerConfig {
@@ -106,12 +76,12 @@ extension WebSocketListenerConfig {
     }
 
     /// The URLs clients connect to, one per listening socket, from the addresses the sockets report.
-    public func urls(_ listening: WebSocketServerListening) -> String {
+    public func urls(_ listening: ServerListening) -> String {
         listening.addresses.map { "\(certFile == nil ? "ws" : "wss")://\($0)\(path ?? "/")" }.joined(separator: ", ")
     }
 
     /// The metrics every server component reports: clients now and ever, and those refused or dropped, by cause.
-    public static func clientMetrics(_ statistics: WebSocketServerStatistics, _ listening: WebSocketServerListening)
+    public static func clientMetrics(_ statistics: WebSocketServerStatistics, _ listening: ServerListening)
         -> JSONObject
     {
         [

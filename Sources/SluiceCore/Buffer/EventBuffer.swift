@@ -240,7 +240,11 @@ public final class EventBuffer: Sendable {
                 return (batch, producers, false)
             }
             for producer in producers { producer.resume() }
-            if !batch.isEmpty { return .events(batch) }
+            if !batch.isEmpty {
+                // What a sink takes is what it writes: its tap shows that.
+                if owner.kind == .sink { owner.tap.offer(batch) }
+                return .events(batch)
+            }
             if finished { return .finished }
             let timedOut = await park(until: deadlineMillis)
             if timedOut { return .timedOut }

@@ -185,6 +185,25 @@ public struct ConfigNode {
         return nil
     }
 
+    /// The node as written in the file, for showing a component's options (the API's `/api/pipeline`): scalars as
+    /// their text before `${...}` is replaced, so that no value from the environment (a password, a token) is ever
+    /// shown, sequences as arrays and mappings as objects.
+    public var writtenValue: JSONValue {
+        func convert(_ node: YAMLNode) -> JSONValue {
+            switch node.content {
+            case .scalar(let scalar): return .string(scalar.value)
+            case .sequence(let items): return .array(items.map(convert))
+            case .mapping(let pairs):
+                var object = JSONObject()
+                for pair in pairs {
+                    if case .scalar(let key) = pair.key.content { object[key.value] = convert(pair.value) }
+                }
+                return .object(object)
+            }
+        }
+        return convert(node)
+    }
+
     /// The value as messages may show it: quoted, or "a value from the environment" when `${...}` supplied it.
     public func shown(_ text: String) -> String {
         isFromEnvironment ? "a value from the environment" : "'\(text)'"

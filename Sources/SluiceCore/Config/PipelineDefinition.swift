@@ -4,6 +4,8 @@ public struct PipelineDefinition: Sendable {
     public var components: [ComponentDefinition]
     /// Metrics settings from the file; the command line may override them.
     public var metrics: MetricsSettings
+    /// The HTTP API, when the file asks for one.
+    public var api: APISettings?
 
     /// The ids of the components that read output `output` of `id` (its only output when `nil`), in definition
     /// order.
@@ -51,8 +53,28 @@ public struct ComponentDefinition: Sendable {
     public let buffer: BufferPolicy?
     /// Its type-specific configuration.
     public let blueprint: ComponentBlueprint
+    /// Its options as written (see ``ConfigNode/writtenValue``), without `type`, `inputs` and `buffer`.
+    public let writtenOptions: JSONObject
     /// Where it was defined, for messages about the graph.
     let mark: FilePosition
+}
+
+/// The `api` section: where the HTTP API (metrics, health, the pipeline, live reports, taps, the dashboard)
+/// listens, and the token it asks for.
+public struct APISettings: Sendable, Equatable {
+    /// What to bind; 127.0.0.1 for a bare port.
+    public var host: String
+    /// The port; 0 picks a free one, reported on stderr.
+    public var port: Int
+    /// When set, every request must carry it (`Authorization: Bearer <token>`, or the dashboard's cookie). It may be
+    /// a secret: nothing prints it.
+    public var token: String?
+
+    public init(host: String = "127.0.0.1", port: Int = 8686, token: String? = nil) {
+        self.host = host
+        self.port = port
+        self.token = token
+    }
 }
 
 /// Where and how metrics reports are written.

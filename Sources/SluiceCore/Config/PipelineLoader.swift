@@ -86,9 +86,10 @@ private final class Reader {
             }
         }
         let metrics = readMetrics(pipeline.value("metrics"))
+        let api = pipeline.value("api").flatMap(readAPI)
         pipeline.finish()
         checkGraph(nodes, ids: ids, root: FilePosition(root.mark))
-        return PipelineDefinition(components: components, metrics: metrics)
+        return PipelineDefinition(components: components, metrics: metrics, api: api)
     }
 
     private func sectionName(_ kind: ComponentKind) -> String { kind.rawValue + "s" }
@@ -154,10 +155,16 @@ private final class Reader {
         }
         options.finish()
         graphNode.outputs = blueprint.outputs
+        var written = JSONObject()
+        if case .object(let object) = node.writtenValue {
+            for field in object.fields where !["type", "inputs", "buffer"].contains(field.key) {
+                written[field.key] = field.value
+            }
+        }
         let definition = ComponentDefinition(
             id: id, kind: kind, typeName: typeName, inputs: inputs,
             buffer: buffer ?? (kind == .source ? nil : .default),
-            blueprint: blueprint, mark: keyMark)
+            blueprint: blueprint, writtenOptions: written, mark: keyMark)
         return (graphNode, definition)
     }
 
@@ -232,6 +239,30 @@ private final class Reader {
         }
         if let format = metrics.value("format")?.choice(MetricsSettings.Format.self) { settings.format = format }
         metrics.finish()
+        return settings
+    }
+
+    private func readAPI(_ node: ConfigNode) -> APISettings? {
+        guard let api = node.mapping() else { return nil }
+        var settings = APISettings()
+        if let (host, port) = api.value("listen")?.listenAddress() {
+            settings.host = host
+            settings.port = port
+        }
+        if let tokenNode = api.value("token"), let token = tokenNode.string() {
+            if token.isEmpty {
+                log.error(
+                    "the api token is empty", at: tokenNode.mark,
+                    notes: ["give a token, or leave 'token' out to serve without one (on loopback only)"])
+            }
+            settings.token = token
+        }
+        if ["0.0.0.0", "::", "*"].contains(settings.host), settings.token == nil {
+            log.warning(
+                "the api listens on all interfaces without a token", at: api.value("listen")?.mark,
+                notes: ["anyone who can reach this machine can read the pipeline and its events; add a token"])
+        }
+        api.finish()
         return settings
     }
 

@@ -85,6 +85,12 @@ extension JSONValue {
         return nil
     }
 
+    /// The elements, when this value is an array.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let elements) = self { return elements }
+        return nil
+    }
+
     /// The integer, when this value is one.
     public var intValue: Int64? {
         if case .int(let integer) = self { return integer }

@@ -4,18 +4,31 @@
 public final class EventOutput: Sendable {
     private let targets: [EventBuffer]
     private let metrics: ComponentMetrics?
+    private let tap: TapPoint
+    private let name: String?
 
-    /// An edge into `targets` that counts what it sends on `metrics` (`nil` for one of several named outputs,
-    /// whose transform counts each event once, however many outputs it went to).
-    public init(targets: [EventBuffer], metrics: ComponentMetrics?) {
+    /// An edge into `targets` that counts what it sends on `metrics`.
+    public init(targets: [EventBuffer], metrics: ComponentMetrics) {
         self.targets = targets
         self.metrics = metrics
+        self.tap = metrics.tap
+        self.name = nil
+    }
+
+    /// The named output `name` of the component `metrics` counts: it counts nothing itself, as its transform
+    /// counts each event once, however many outputs it went to.
+    public init(targets: [EventBuffer], namedOutput name: String, of metrics: ComponentMetrics) {
+        self.targets = targets
+        self.metrics = nil
+        self.tap = metrics.tap
+        self.name = name
     }
 
     /// Sends `batch` to every consumer and counts it once as sent.
     public func send(_ batch: [Event]) async {
         guard !batch.isEmpty else { return }
         metrics?.recordSent(batch.count)
+        tap.offer(batch, output: name)
         for target in targets { await target.send(batch) }
     }
 

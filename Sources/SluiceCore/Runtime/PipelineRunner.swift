@@ -124,7 +124,7 @@ public final class PipelineRunner: Sendable {
                     ports.map { port in
                         EventOutput(
                             targets: self.definition.consumers(of: definition.id, output: port).map { buffers[$0]! },
-                            metrics: nil)
+                            namedOutput: port, of: metricsByID[definition.id]!)
                     })
             }
             for component in definition.components where fused[component.id] == nil {
@@ -169,7 +169,7 @@ public final class PipelineRunner: Sendable {
         for source in sources { await source.pipelineEnded() }
         periodic.cancel()
         await periodic.value
-        if let reporter { await reporter.write(reporter.makeReport(final: true)) }
+        if let reporter { await reporter.writeFinal(reporter.makeReport(final: true)) }
         return RunOutcome(failures: failures.locked { $0 }, outputClosed: outputClosed.locked { $0 })
     }
 
@@ -279,6 +279,7 @@ public final class PipelineRunner: Sendable {
             stages[index].metrics.record(pass, state: stages[index].transform.state)
             if index < stages.count - 1 {
                 stages[index].metrics.recordSent(batch.count)
+                stages[index].metrics.tap.offer(batch)
             } else {
                 routed = pass
             }

@@ -13,6 +13,8 @@ public final class ComponentMetrics: Sendable {
     public let kind: ComponentKind
     /// Its type name.
     public let typeName: String
+    /// Where the events leaving the component can be watched.
+    public let tap = TapPoint()
     private let counters = Mutex(Counters())
     private let inputBuffer = Mutex<EventBuffer?>(nil)
     private let detailsProvider = Mutex<(@Sendable () -> JSONObject)?>(nil)

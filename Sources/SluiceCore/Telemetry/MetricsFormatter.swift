@@ -19,6 +19,7 @@ public enum MetricsFormatter {
         top["final"] = .bool(report.final)
         top["uptime_secs"] = .double(rounded(report.uptimeSecs, 3))
         top["bottleneck"] = report.bottleneck.map { .string($0) } ?? .null
+        top["bottleneck_reason"] = report.bottleneckReason.map { .string($0) } ?? .null
         top["process"] = ["max_rss_bytes": .int(Int64(report.maxRSSBytes))]
         top["components"] = .array(report.components.map { component(report, $0) })
         return .object(top)
@@ -199,7 +200,7 @@ public enum MetricsFormatter {
             }
         }
         if let bottleneck = report.bottleneck {
-            lines.append("bottleneck: \(bottleneck) (its input buffer is full or its producers are waiting)")
+            lines.append("bottleneck: \(bottleneck) (\(report.bottleneckReason ?? "its input is under pressure"))")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -15,18 +15,21 @@ public struct MetricsReport: Sendable {
     public var rates: [String: (received: Double, sent: Double)]
     /// The id of the component that is holding the pipeline back, if any.
     public var bottleneck: String?
+    /// Why it is the bottleneck, in words (``Bottleneck/reason``).
+    public var bottleneckReason: String?
     /// The process's peak resident memory so far, in bytes.
     public var maxRSSBytes: Int
 
     public init(
         final: Bool, uptimeSecs: Double, components: [ComponentSnapshot],
-        rates: [String: (received: Double, sent: Double)] = [:], bottleneck: String? = nil, maxRSSBytes: Int = 0
+        rates: [String: (received: Double, sent: Double)] = [:], bottleneck: Bottleneck? = nil, maxRSSBytes: Int = 0
     ) {
         self.final = final
         self.uptimeSecs = uptimeSecs
         self.components = components
         self.rates = rates
-        self.bottleneck = bottleneck
+        self.bottleneck = bottleneck?.id
+        self.bottleneckReason = bottleneck?.reason
         self.maxRSSBytes = maxRSSBytes
     }
 
@@ -61,19 +64,31 @@ public struct MetricsReport: Sendable {
     /// cause). `consumers` maps each id to the ids reading from it.
     static func findBottleneck(
         _ components: [ComponentSnapshot], previous: [String: ComponentSnapshot], consumers: [String: [String]]
-    ) -> String? {
-        func isPressed(_ component: ComponentSnapshot) -> Bool {
-            guard let buffer = component.buffer else { return false }
+    ) -> Bottleneck? {
+        func pressure(_ component: ComponentSnapshot) -> String? {
+            guard let buffer = component.buffer else { return nil }
             let before = previous[component.id]
-            let full = buffer.maxEvents.map { buffer.events >= $0 * 9 / 10 } ?? false
-            let blocked =
-                buffer.blockedSecsTotal > (before?.buffer?.blockedSecsTotal ?? 0) || buffer.producersBlocked > 0
-            let dropped = component.discarded[.bufferFull] > (before?.discarded[.bufferFull] ?? 0)
-            return full || blocked || dropped
+            if component.discarded[.bufferFull] > (before?.discarded[.bufferFull] ?? 0) {
+                return "its input buffer is full and drops events (\(buffer.whenFull))"
+            }
+            if let max = buffer.maxEvents, buffer.events >= max * 9 / 10 {
+                return "its input buffer is full (\(buffer.events) of \(max) events)"
+            }
+            if buffer.blockedSecsTotal > (before?.buffer?.blockedSecsTotal ?? 0) || buffer.producersBlocked > 0 {
+                return "its producers wait for room in its input buffer"
+            }
+            return nil
         }
-        let pressed = Set(components.filter(isPressed).map(\.id))
+        let pressed = Dictionary(uniqueKeysWithValues: components.compactMap { c in pressure(c).map { (c.id, $0) } })
         return components.last { component in
-            pressed.contains(component.id) && (consumers[component.id] ?? []).allSatisfy { !pressed.contains($0) }
-        }?.id
+            pressed[component.id] != nil && (consumers[component.id] ?? []).allSatisfy { pressed[$0] == nil }
+        }.map { Bottleneck(id: $0.id, reason: pressed[$0.id]!) }
     }
+}
+
+/// The component holding a pipeline back, and why.
+public struct Bottleneck: Sendable, Equatable {
+    public var id: String
+    /// Why, in words: its input buffer is full, drops events, or makes its producers wait.
+    public var reason: String
 }

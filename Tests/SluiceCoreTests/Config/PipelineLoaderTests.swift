@@ -196,7 +196,7 @@ struct PipelineLoaderTests {
             p.yaml:5:1: error: unknown key 'metric' in the pipeline
             metric: {}
             ^
-            note: expected one of: metrics, sinks, sources, transforms; did you mean 'metrics'?
+            note: expected one of: api, metrics, sinks, sources, transforms; did you mean 'metrics'?
             """
         ),
         (
@@ -308,5 +308,31 @@ struct PipelineLoaderTests {
             PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
         #expect(definition.components[1].buffer == .block(maxEvents: 1000))
         #expect(definition.components[0].buffer == nil)
+    }
+
+    @Test func theAPISectionBindsLoopbackForABarePortAndChecksItsToken() throws {
+        let base = "sources:\n  in: {type: counter}\nsinks:\n  out: {type: collect, inputs: [in]}\n"
+        func load(_ api: String, _ environment: [String: String] = [:]) -> PipelineLoader.Result {
+            PipelineLoader(catalog: TestCatalog.catalog, environment: environment).load(base + api)
+        }
+        #expect(load("").definition?.api == nil)
+        #expect(load("api: {listen: 9000}").definition?.api == APISettings(host: "127.0.0.1", port: 9000))
+        #expect(
+            load("api: {listen: '[::1]:0', token: '${T}'}", ["T": "abc"]).definition?.api
+                == APISettings(host: "::1", port: 0, token: "abc"))
+        #expect(load("api: {}").definition?.api == APISettings())
+        #expect(
+            render(base + "api: {listen: 'nowhere'}")
+                == """
+                p.yaml:5:15: error: 'nowhere' is not a listen address
+                api: {listen: 'nowhere'}
+                              ^
+                note: write HOST:PORT ([IPV6]:PORT for an IPv6 address, *:PORT for every interface), or a bare PORT to bind 127.0.0.1 only
+                """)
+        #expect(render(base + "api: {token: ''}").hasPrefix("p.yaml:5:14: error: the api token is empty"))
+        #expect(render(base + "api: {tokn: x}").hasPrefix("p.yaml:5:7: error: unknown key 'tokn'"))
+        let open = load("api: {listen: '*:8686'}")
+        #expect(open.definition?.api?.host == "*")
+        #expect(open.diagnostics.map(\.message) == ["the api listens on all interfaces without a token"])
     }
 }

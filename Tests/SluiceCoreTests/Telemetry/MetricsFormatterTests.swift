@@ -20,14 +20,16 @@ struct MetricsFormatterTests {
             recentLatency: latency, totalLatency: latency)
         return MetricsReport(
             final: false, uptimeSecs: 3, components: [source, sink], rates: ["in": (400, 400), "out": (400, 400)],
-            bottleneck: "out", maxRSSBytes: 12_345_678)
+            bottleneck: Bottleneck(id: "out", reason: "its producers wait for room in its input buffer"),
+            maxRSSBytes: 12_345_678)
     }
 
     @Test func jsonIsOneLineWithTheDocumentedNames() {
         let text = MetricsFormatter.render(Self.report(), as: .json)
         #expect(
             text
-                == #"{"type":"metrics","final":false,"uptime_secs":3.0,"bottleneck":"out","process":{"max_rss_bytes":12345678},"#
+                == #"{"type":"metrics","final":false,"uptime_secs":3.0,"bottleneck":"out","#
+                + #""bottleneck_reason":"its producers wait for room in its input buffer","process":{"max_rss_bytes":12345678},"#
                 + #""components":["#
                 + #"{"component_id":"in","component_kind":"source","component_type":"stdin","received_events_total":1202,"#
                 + #""sent_events_total":1200,"discarded_events_total":{"buffer_full":0,"parse_error":2,"oversize":0,"#
@@ -92,7 +94,7 @@ struct MetricsFormatterTests {
         let text = MetricsFormatter.render(Self.report(), as: .text)
         #expect(text.contains("parse_error=2"))
         #expect(text.contains("block 0/1000 hw 1000"))
-        #expect(text.hasSuffix("bottleneck: out (its input buffer is full or its producers are waiting)\n"))
+        #expect(text.hasSuffix("bottleneck: out (its producers wait for room in its input buffer)\n"))
     }
 
     @Test func textWritesDetailsPlainly() {
@@ -133,11 +135,11 @@ struct BottleneckTests {
             component("a", events: 0, max: 10), component("b", events: 10, max: 10),
             component("c", events: 10, max: 10),
         ]
-        #expect(MetricsReport.findBottleneck(full, previous: [:], consumers: consumers) == "c")
+        #expect(MetricsReport.findBottleneck(full, previous: [:], consumers: consumers)?.id == "c")
         let onlyB = [
             component("a", events: 0, max: 10), component("b", events: 10, max: 10), component("c", events: 1, max: 10),
         ]
-        #expect(MetricsReport.findBottleneck(onlyB, previous: [:], consumers: consumers) == "b")
+        #expect(MetricsReport.findBottleneck(onlyB, previous: [:], consumers: consumers)?.id == "b")
         let none = [
             component("a", events: 0, max: 10), component("b", events: 1, max: 10), component("c", events: 1, max: 10),
         ]
