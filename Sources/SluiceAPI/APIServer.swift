@@ -71,13 +71,13 @@ public final class APIServer: HTTPServerHandler {
     public func markStopping() { state.locked { $0.stopping = true } }
 
     /// Closes every client once what is queued for it is sent (live clients get the final report first, when it
-    /// was published before), and stops listening.
-    public func stop() {
+    /// was published before), stops listening, and returns once the server's thread has ended.
+    public func stop() async {
         let server = server.locked { server in
             defer { server = nil }
             return server
         }
-        server?.stop()
+        await server?.stop()
     }
 
     // MARK: - HTTPServerHandler (the server's thread)

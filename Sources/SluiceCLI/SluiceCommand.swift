@@ -168,7 +168,7 @@ public enum SluiceCommand {
             runner.stop()
         }
         let outcome = await runner.run(reporter: reporter)
-        api?.stop()
+        await api?.stop()
         await metricsWriter.close()
         return outcome.failures.isEmpty ? .success : .runtimeFailure
     }

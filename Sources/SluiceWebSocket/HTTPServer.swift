@@ -112,6 +112,8 @@ public final class HTTPServer: @unchecked Sendable {
 
     private let shared = Mutex(Shared())
     private let started = StartGate()
+    /// Set when the service thread has finished, with the tasks waiting in ``stop()`` for it.
+    private let ended = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     private final class Session {
         let connection: WebSocketConnection
@@ -179,11 +181,20 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    /// Closes every WebSocket client with 1001 (going away) once its queue is sent, then stops listening.
-    public func stop() {
+    /// Closes every WebSocket client with 1001 (going away) once its queue is sent (a client that does not read is
+    /// cut off after two seconds), stops listening, and returns when the service thread has ended: what was sent
+    /// before, a final report say, has then reached the clients' sockets.
+    public func stop() async {
         shared.locked { state in
             state.stopRequested = true
             if let context = state.context { lws_cancel_service(context.pointer) }
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = ended.locked { ended -> Bool in
+                if !ended.done { ended.waiters.append(continuation) }
+                return ended.done
+            }
+            if done { continuation.resume() }
         }
     }
 
@@ -211,6 +222,12 @@ public final class HTTPServer: @unchecked Sendable {
         }
         // The context pointed into this memory until it was destroyed just above; only now may it be freed.
         withExtendedLifetime(resources) {}
+        let waiters = ended.locked { ended -> [CheckedContinuation<Void, Never>] in
+            ended.done = true
+            defer { ended.waiters = [] }
+            return ended.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     // MARK: - Callbacks

@@ -283,6 +283,22 @@ struct APIEndToEndTests {
         #expect(Date().timeIntervalSince(started) > 1.3)
     }
 
+    @Test func liveClientsGetTheFinalReportBeforeTheServerCloses() throws {
+        let api = try Self.start()
+        defer { api.stop() }
+        let live = try APIPeer.run(
+            [
+                "live-until-stopped", api.base, "--token", APIPipeline.token, "--pid",
+                String(api.child.process.processIdentifier),
+            ])
+        let reports = live["messages"]?.arrayValue ?? []
+        #expect(reports.count >= 3)
+        #expect(reports.dropLast().allSatisfy { $0["final"] == false })
+        #expect(reports.last?["final"] == true)
+        #expect(live["close_code"] == 1001)
+        #expect(api.child.waitForExit(seconds: 20) == 0)
+    }
+
     @Test func aSlowTapLosesItsOwnEventsAndThePipelineGoesOn() throws {
         let api = try Self.start(
             Self.pipeline.replacingOccurrences(of: "rate: 2000", with: "rate: max"))
@@ -481,6 +497,35 @@ struct APIEndToEndTests {
         #expect(seen["console_errors"]?.arrayValue?.isEmpty == true, "\(seen["console_errors"] ?? .null)")
         #expect(FileManager.default.fileExists(atPath: screenshot))
         #expect(api.child.waitForExit(seconds: 20) == 0)
+    }
+
+    /// The Python of the venv scripts/install-deps makes for marionette_driver, when it is there.
+    static let firefoxPython: String? =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/firefox-esr")
+        ? installedTool("/opt/sluice-test-venv/bin/python3") : nil
+
+    /// The dashboard in Firefox too: it draws the graph, follows the reports and taps a component.
+    @Test(
+        .enabled(
+            if: firefoxPython != nil,
+            "firefox-esr or the marionette_driver venv is missing (scripts/install-deps installs both)"))
+    func dashboardWorksInFirefox() throws {
+        let api = try Self.start()
+        defer { api.stop() }
+        let screenshot = SluiceProcess.repository.appendingPathComponent(".build/test-artifacts/dashboard-firefox.png")
+        try FileManager.default.createDirectory(
+            at: screenshot.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let seen = try APIPeer.run(
+            [api.base, APIPipeline.token, screenshot.path], script: "firefox_peer.py", python: Self.firefoxPython!,
+            seconds: 120)
+        #expect(seen["url"] == .string(api.base + "/"))
+        #expect(seen["second"]?["nodes"] == ["sensors", "warm", "tagged", "route", "out"])
+        #expect(seen["second"]?["rows"] == 5)
+        #expect(seen["second"]?["state"] == "live")
+        let first = Double(seen["first"]?["uptime"]?.stringValue ?? "") ?? 0
+        let second = Double(seen["second"]?["uptime"]?.stringValue ?? "") ?? 0
+        #expect(second > first && first > 0)
+        #expect((seen["tapped"]?.intValue ?? 0) > 0)
     }
 
     @Test func theLiveAPIExampleServesItsFleet() throws {

@@ -6,6 +6,7 @@ python3-prometheus-client. Each command prints one JSON object on stdout; the Sw
   upgrade URL [--header NAME:VALUE]...      a WebSocket upgrade request sent with http.client: status and body
   scrape BASE --token T                     /metrics (parsed by prometheus_client) and /api/metrics of one report
   live BASE --token T --count N             the first N messages of /api/live
+  live-until-stopped BASE --token T --pid P two reports, then SIGTERM to P, then every report until the close
   tap BASE PATH_AND_QUERY --token T         every message of a tap until the server closes it, and the close code
   stall BASE PATH_AND_QUERY --token T --secs S   a tap client that reads nothing for S seconds, then everything
 """
@@ -93,6 +94,24 @@ async def live(base, token, count):
     return {"messages": messages}
 
 
+async def live_until_stopped(base, token, pid):
+    """Reads two reports, stops the pipeline (SIGTERM to PID), then reads until the server closes."""
+    import signal
+    import websockets
+    url = base.replace("http://", "ws://") + "/api/live"
+    messages = []
+    async with websockets.connect(url, extra_headers={"Authorization": f"Bearer {token}"}, max_size=None) as socket:
+        try:
+            while True:
+                messages.append(json.loads(await asyncio.wait_for(socket.recv(), 20)))
+                if len(messages) == 2:
+                    os.kill(pid, signal.SIGTERM)
+        except websockets.exceptions.ConnectionClosed:
+            pass
+        code = socket.close_code
+    return {"messages": messages, "close_code": code}
+
+
 async def tap(base, path, token, stall_secs=0):
     import websockets
     url = base.replace("http://", "ws://") + path
@@ -125,6 +144,8 @@ def main():
         result = scrape(arguments[0], token)
     elif command == "live":
         result = asyncio.run(live(arguments[0], token, int(option(arguments, "--count", "3"))))
+    elif command == "live-until-stopped":
+        result = asyncio.run(live_until_stopped(arguments[0], token, int(option(arguments, "--pid"))))
     elif command == "tap":
         result = asyncio.run(tap(arguments[0], arguments[1], token))
     elif command == "stall":

@@ -9,9 +9,12 @@ import Testing
 /// The Python client of the HTTP API (`Peers/api_peer.py`, `Peers/dashboard_peer.py`), run once per command.
 enum APIPeer {
     /// Runs `script` with `arguments` and returns the JSON it prints; bounded by `seconds`.
-    static func run(_ arguments: [String], script: String = "api_peer.py", seconds: Double = 90) throws -> JSONValue {
+    static func run(
+        _ arguments: [String], script: String = "api_peer.py", python: String = "/usr/bin/python3",
+        seconds: Double = 90
+    ) throws -> JSONValue {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.executableURL = URL(fileURLWithPath: python)
         process.arguments =
             [
                 SluiceProcess.repository.appendingPathComponent("Tests/SluiceEndToEndTests/Peers/\(script)").path
