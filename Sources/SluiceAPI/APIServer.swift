@@ -8,7 +8,7 @@ internal import Synchronization
 /// an ``HTTPServer``.
 ///
 /// Requests are answered on the server's thread from what was prepared before: the latest report (published by the
-/// metrics reporter once per interval) and the pipeline's graph. Nothing here waits on the pipeline, and the
+/// metrics reporter once a second) and the pipeline's graph. Nothing here waits on the pipeline, and the
 /// pipeline never waits on a client: live reports and tapped events go through each client's bounded queue.
 public final class APIServer: HTTPServerHandler {
     private let settings: APISettings

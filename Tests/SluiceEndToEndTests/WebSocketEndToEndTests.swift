@@ -24,12 +24,13 @@ struct WebSocketEndToEndTests {
     }
 
     /// Reads stdout until `lines` lines have arrived (or the output ends).
+    /// The first `lines` lines of stdout (fewer if it ends first); a read may bring more, which are left out.
     func readLines(_ child: SluiceProcess, _ lines: Int) -> [Substring] {
         var output = Data()
         while output.reduce(0, { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }) < lines, let chunk = child.readChunk() {
             output.append(chunk)
         }
-        return String(decoding: output, as: UTF8.self).split(separator: "\n")
+        return Array(String(decoding: output, as: UTF8.self).split(separator: "\n").prefix(lines))
     }
 
     @Test func headersAndSubscribeMessagesReachTheServerAndStopClosesWith1000() throws {
