@@ -389,6 +389,10 @@ struct APIEndToEndTests {
         let unknown = try SluiceProcess.run(["tap", "nope", "--api", api.base, "--token", APIPipeline.token])
         #expect(unknown.status == 1)
         #expect(unknown.errors.contains("rejected with HTTP 400"))
+        // Nothing listening: said once, and the command ends (it does not retry as `top` does).
+        let nobody = try SluiceProcess.run(["tap", "warm", "--api", "127.0.0.1:1"])
+        #expect(nobody.status == 1)
+        #expect(nobody.errors.contains("sluice: error: tap: ws://127.0.0.1:1/api/tap"))
     }
 
     @Test func topWritesPlainBlocksWhenNotATerminalAndEndsWithThePipeline() throws {
