@@ -91,9 +91,9 @@ public struct HTTPServerOptions: Sendable {
 /// them, through a bounded queue per client (a slow client loses its own oldest messages, never holding up the
 /// sender or the others). What clients send on a WebSocket is read and ignored.
 public final class HTTPServer: @unchecked Sendable {
-    // @unchecked: `sessions`, `responses`, `admitted`, `nextID` and `exitRequested` are touched only on the service
-    // thread (run loop and callbacks); cross-thread state is in `shared` (a Mutex); C memory lives in `resources`,
-    // freed after `lws_context_destroy` at the end of `run()`.
+    // @unchecked: `sessions`, `byConnection`, `responses`, `admitted`, `nextID` and `exitRequested` are touched only
+    // on the service thread (run loop and callbacks); cross-thread state is in `shared` and `ended` (Mutexes); C
+    // memory is ServerContext.serve's, freed after `lws_context_destroy`.
 
     let options: HTTPServerOptions
     let handler: any HTTPServerHandler
@@ -201,27 +201,12 @@ public final class HTTPServer: @unchecked Sendable {
     // MARK: - Run loop
 
     private func run() {
-        LWSLog.route(to: log)
-        defer { LWSLog.remove() }
-        let resources = LWSResources()
-        resources.protocols[0].name = UnsafePointer(resources.protocolName)
-        resources.protocols[0].callback = httpServerCallback
-        let (context, result) = ServerContext.open(
+        ServerContext.serve(
             ServerContext.Endpoint(
                 host: options.host, port: options.port, certFile: nil, keyFile: nil,
                 timeoutSecs: options.requestTimeoutSecs),
-            resources: resources, owner: Unmanaged.passUnretained(self).toOpaque())
-        if let context, case .success = result { shared.locked { $0.context = .init(pointer: context) } }
-        started.publish(result)
-        if let context {
-            if case .success = result {
-                while !exitRequested { lws_service(context, 0) }
-            }
-            shared.locked { $0.context = nil }
-            lws_context_destroy(context)
-        }
-        // The context pointed into this memory until it was destroyed just above; only now may it be freed.
-        withExtendedLifetime(resources) {}
+            callback: httpServerCallback, owner: self, log: log, started: started,
+            setContext: { context in shared.locked { $0.context = context } }, isFinished: { exitRequested })
         let waiters = ended.locked { ended -> [CheckedContinuation<Void, Never>] in
             ended.done = true
             defer { ended.waiters = [] }

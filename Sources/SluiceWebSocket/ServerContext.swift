@@ -20,8 +20,15 @@ public struct ServerError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// The listening part shared by ``WebSocketServer`` and ``HTTPServer``: a libwebsockets context with one vhost
-/// per address a host resolves to, all on one port, and the addresses read back from the kernel.
+/// A protocol callback as lws calls it.
+typealias LWSCallback =
+    @convention(c) (
+        OpaquePointer?, lws_callback_reasons, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, Int
+    ) -> Int32
+
+/// The service thread shared by ``WebSocketServer`` and ``HTTPServer``: a libwebsockets context with one vhost per
+/// address a host resolves to, all on one port, the addresses read back from the kernel, the service loop, and the
+/// one path that frees it all.
 enum ServerContext {
     /// What to listen on.
     struct Endpoint {
@@ -33,9 +40,42 @@ enum ServerContext {
         var timeoutSecs: Int
     }
 
+    /// A server's whole service thread, on one path: routes lws' log, creates the context and its listeners
+    /// (callbacks reach `owner` through `lws_context_user`), gives `setContext` the context for other threads'
+    /// `lws_cancel_service` before `started` hears the outcome, services it, calling `afterEachPass` after each
+    /// `lws_service`, until `isFinished`, then destroys the context and only then frees the C memory it pointed into.
+    static func serve(
+        _ endpoint: Endpoint, callback: LWSCallback, owner: AnyObject,
+        log: @escaping @Sendable (String) -> Void,
+        started: StartGate, setContext: (WebSocketClient.ContextHandle?) -> Void, isFinished: () -> Bool,
+        afterEachPass: (OpaquePointer) -> Void = { _ in }
+    ) {
+        LWSLog.route(to: log)
+        defer { LWSLog.remove() }
+        let resources = LWSResources()
+        resources.protocols[0].name = UnsafePointer(resources.protocolName)
+        resources.protocols[0].callback = callback
+        let (context, result) = open(
+            endpoint, resources: resources, owner: Unmanaged.passUnretained(owner).toOpaque())
+        if let context, case .success = result { setContext(.init(pointer: context)) }
+        started.publish(result)
+        if let context {
+            if case .success = result {
+                while !isFinished() {
+                    lws_service(context, 0)
+                    afterEachPass(context)
+                }
+            }
+            setContext(nil)
+            lws_context_destroy(context)
+        }
+        // The context pointed into this memory until it was destroyed just above; only now may it be freed.
+        withExtendedLifetime(resources) {}
+    }
+
     /// Creates the context (its callbacks reach `owner` through `lws_context_user`) and its listeners. The context
     /// is returned whenever it was created, also on failure, for the caller to destroy on its one path.
-    static func open(_ endpoint: Endpoint, resources: LWSResources, owner: UnsafeMutableRawPointer)
+    private static func open(_ endpoint: Endpoint, resources: LWSResources, owner: UnsafeMutableRawPointer)
         -> (OpaquePointer?, Result<ServerListening, ServerError>)
     {
         let addresses: [ListenAddress]

@@ -76,8 +76,8 @@ public enum WebSocketServerEvent: Sendable {
 /// as batches on ``events``, pausing reads while the consumer is behind.
 public final class WebSocketServer: @unchecked Sendable {
     // @unchecked: `sessions`, `pending`, `paused`, `exitRequested` and `reportedLimits` are touched only on the
-    // service thread (run loop and callbacks); cross-thread state is in `shared` (a Mutex); C memory lives in
-    // `resources`, freed after `lws_context_destroy` at the end of `run()`.
+    // service thread (run loop and callbacks); cross-thread state is in `shared` (a Mutex); C memory is
+    // ServerContext.serve's, freed after `lws_context_destroy`.
 
     /// Messages from clients, ending when the server stops.
     public let events: AsyncStream<WebSocketServerEvent>
@@ -224,30 +224,13 @@ public final class WebSocketServer: @unchecked Sendable {
     // MARK: - Run loop
 
     private func run() {
-        LWSLog.route(to: log)
-        defer { LWSLog.remove() }
-        let resources = LWSResources()
-        resources.protocols[0].name = UnsafePointer(resources.protocolName)
-        resources.protocols[0].callback = serverCallback
-        let (context, result) = ServerContext.open(
+        ServerContext.serve(
             ServerContext.Endpoint(
                 host: options.host, port: options.port, certFile: options.certFile, keyFile: options.keyFile,
                 timeoutSecs: options.handshakeTimeoutSecs),
-            resources: resources, owner: Unmanaged.passUnretained(self).toOpaque())
-        if let context, case .success = result { shared.locked { $0.context = .init(pointer: context) } }
-        started.publish(result)
-        if let context {
-            if case .success = result {
-                while !exitRequested {
-                    lws_service(context, 0)
-                    deliverPending(context)
-                }
-            }
-            shared.locked { $0.context = nil }
-            lws_context_destroy(context)
-        }
-        // The context pointed into this memory until it was destroyed just above; only now may it be freed.
-        withExtendedLifetime(resources) {}
+            callback: serverCallback, owner: self, log: log, started: started,
+            setContext: { context in shared.locked { $0.context = context } }, isFinished: { exitRequested },
+            afterEachPass: deliverPending)
         continuation.finish()
     }
 
