@@ -92,39 +92,24 @@ func parseCommandLine(_ arguments: [String], environment: [String: String] = [:]
         guard options.positional.isEmpty else { throw UsageError(message: "'top' takes no arguments") }
         return .top(api: api)
     case "run":
-        var file: String?
+        let options = try OptionReader(
+            rest, command: first, allowed: ["--metrics-format", "--metrics-to", "--metrics-interval"])
         var overrides = MetricsOverrides()
-        var index = 0
-        func value(for option: String) throws(UsageError) -> String {
-            index += 1
-            guard index < rest.count else { throw UsageError(message: "option '\(option)' needs a value") }
-            return rest[index]
-        }
-        while index < rest.count {
-            let argument = rest[index]
-            switch argument {
-            case "--metrics-format":
-                let format = try value(for: argument)
-                guard ["text", "json", "prometheus"].contains(format) else {
-                    throw UsageError(message: "--metrics-format must be text, json or prometheus, not '\(format)'")
-                }
-                overrides.format = format
-            case "--metrics-to":
-                overrides.destination = try value(for: argument)
-            case "--metrics-interval":
-                let text = try value(for: argument)
-                guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
-                    throw UsageError(message: "--metrics-interval must be a number of seconds, not '\(text)'")
-                }
-                overrides.intervalSecs = seconds
-            default:
-                if argument.hasPrefix("-") { throw UsageError(message: "unknown option '\(argument)' for 'run'") }
-                guard file == nil else { throw UsageError(message: "'run' takes one pipeline file") }
-                file = argument
+        if let format = options.value("--metrics-format") {
+            guard ["text", "json", "prometheus"].contains(format) else {
+                throw UsageError(message: "--metrics-format must be text, json or prometheus, not '\(format)'")
             }
-            index += 1
+            overrides.format = format
         }
-        guard let file else { throw UsageError(message: "'run' needs a pipeline file") }
+        overrides.destination = options.value("--metrics-to")
+        if let text = options.value("--metrics-interval") {
+            guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
+                throw UsageError(message: "--metrics-interval must be a number of seconds, not '\(text)'")
+            }
+            overrides.intervalSecs = seconds
+        }
+        guard options.positional.count <= 1 else { throw UsageError(message: "'run' takes one pipeline file") }
+        guard let file = options.positional.first else { throw UsageError(message: "'run' needs a pipeline file") }
         return .run(file: file, overrides: overrides)
     default:
         throw UsageError(message: "unknown command '\(first)'")
