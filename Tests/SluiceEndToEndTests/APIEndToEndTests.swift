@@ -505,7 +505,7 @@ struct APIEndToEndTests {
 
     /// The Python of the venv scripts/install-deps makes for marionette_driver, when it is there.
     static let firefoxPython: String? =
-        FileManager.default.isExecutableFile(atPath: "/usr/bin/firefox-esr")
+        installedTool("/usr/bin/firefox-esr") != nil
         ? installedTool("/opt/sluice-test-venv/bin/python3") : nil
 
     /// The dashboard in Firefox too: it draws the graph, follows the reports and taps a component.

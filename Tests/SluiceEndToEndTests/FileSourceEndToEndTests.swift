@@ -9,9 +9,7 @@ import Testing
 /// The `file` source against real rotations by logrotate, a `kill -9` and restarts.
 @Suite(.serialized)
 struct FileSourceEndToEndTests {
-    static let logrotate = ["/usr/sbin/logrotate", "/usr/bin/logrotate"].first {
-        FileManager.default.isExecutableFile(atPath: $0)
-    }
+    static let logrotate = installedTool("/usr/sbin/logrotate", "/usr/bin/logrotate")
 
     static func pipeline(_ directory: String) -> String {
         """

@@ -74,8 +74,3 @@ struct APIPipeline {
         pipeline.remove()
     }
 }
-
-/// The first of `paths` that exists, for the tools tests need (installed by scripts/install-deps).
-func installedTool(_ paths: String...) -> String? {
-    paths.first { FileManager.default.isExecutableFile(atPath: $0) }
-}

@@ -261,3 +261,8 @@ func sensorChunks(count: Int) -> @Sendable (Int) -> Data? {
         return Data(text.utf8)
     }
 }
+
+/// The first of `paths` that exists, for the tools tests need (installed by scripts/install-deps).
+func installedTool(_ paths: String...) -> String? {
+    paths.first { FileManager.default.isExecutableFile(atPath: $0) }
+}
