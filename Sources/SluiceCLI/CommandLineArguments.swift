@@ -2,6 +2,7 @@
 enum Command: Equatable {
     case run(file: String, overrides: MetricsOverrides)
     case validate(files: [String])
+    case test(files: [String])
     case graph(file: String, format: GraphFormat)
     case tap(component: String, api: APIAddress, limit: Int, rate: Double)
     case top(api: APIAddress)
@@ -45,12 +46,12 @@ func parseCommandLine(_ arguments: [String], environment: [String: String] = [:]
     case "list":
         guard rest.isEmpty else { throw UsageError(message: "'list' takes no arguments") }
         return .list
-    case "validate":
+    case "validate", "test":
         if let option = rest.first(where: { $0.hasPrefix("-") }) {
-            throw UsageError(message: "unknown option '\(option)' for 'validate'")
+            throw UsageError(message: "unknown option '\(option)' for '\(first)'")
         }
-        guard !rest.isEmpty else { throw UsageError(message: "'validate' needs at least one pipeline file") }
-        return .validate(files: rest)
+        guard !rest.isEmpty else { throw UsageError(message: "'\(first)' needs at least one pipeline file") }
+        return first == "test" ? .test(files: rest) : .validate(files: rest)
     case "graph":
         let options = try OptionReader(rest, command: first, allowed: ["--format"])
         let format = try options.value("--format").map { text throws(UsageError) in
@@ -155,6 +156,7 @@ let usage = """
     usage: sluice run FILE [--metrics-format text|json|prometheus] [--metrics-to stdout|stderr|PATH]
                            [--metrics-interval SECS]
            sluice validate FILE...
+           sluice test FILE...
            sluice graph FILE [--format dot|mermaid]
            sluice top [--api URL] [--token TOKEN]
            sluice tap COMPONENT [--api URL] [--token TOKEN] [--limit N] [--rate PER_SEC]
@@ -166,6 +168,7 @@ let usage = """
     commands:
       run        run the pipeline in FILE until its sources end or SIGINT/SIGTERM (a second signal exits at once)
       validate   check pipeline files and print every problem with its line and column
+      test       run the tests in pipeline files ('tests:'): events into transforms, checks on what comes out
       graph      print the pipeline in FILE as a graph: Graphviz DOT, or a Mermaid flowchart
       top        watch a running pipeline (its 'api' section) in the terminal: rates, drops, buffers, bottleneck
       tap        print events leaving a component of a running pipeline, one JSON per line (default 100, 10/s)
@@ -174,5 +177,5 @@ let usage = """
     top and tap read the API at http://127.0.0.1:8686 unless --api says otherwise; the token comes from --token or
     SLUICE_API_TOKEN.
 
-    exit codes: 0 success, 1 runtime failure, 64 usage error, 78 invalid pipeline file
+    exit codes: 0 success, 1 runtime failure or failed test, 64 usage error, 78 invalid pipeline file
     """

@@ -63,6 +63,8 @@ public enum SluiceCommand {
             return .success
         case .validate(let files):
             return validate(files, environment: environment)
+        case .test(let files):
+            return PipelineTestCommand.run(files, environment: environment)
         case .graph(let file, let format):
             guard let definition = load(file, environment: environment) else { return .invalidConfig }
             let graph = PipelineGraph(definition)
@@ -220,11 +222,11 @@ public enum SluiceCommand {
 
     // MARK: - Helpers
 
-    private static func readFile(_ path: String) -> String? {
+    static func readFile(_ path: String) -> String? {
         (try? FileContents.read(path)).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    private static func printError(_ text: String) {
+    static func printError(_ text: String) {
         Logger.standardError.write(text)
     }
 }

@@ -6,6 +6,8 @@ public struct PipelineDefinition: Sendable {
     public var metrics: MetricsSettings
     /// The HTTP API, when the file asks for one.
     public var api: APISettings?
+    /// The file's `tests:` section, which `sluice test` runs.
+    public var tests: [PipelineTest] = []
 
     /// The ids of the components that read output `output` of `id` (its only output when `nil`), in definition
     /// order.
@@ -17,6 +19,20 @@ public struct PipelineDefinition: Sendable {
     /// The ids of the components that read any output of `id`, in definition order.
     public func allConsumers(of id: String) -> [String] {
         components.filter { $0.inputs.contains { InputReference($0).id == id } }.map(\.id)
+    }
+
+    /// The ids of the components reachable from `starts` (themselves included), each after every reachable
+    /// component it reads from.
+    func upstreamFirst(from starts: [String]) -> [String] {
+        var order: [String] = []
+        var visited: Set<String> = []
+        func visit(_ id: String) {
+            guard visited.insert(id).inserted else { return }
+            for consumer in allConsumers(of: id) { visit(consumer) }
+            order.append(id)
+        }
+        for start in starts { visit(start) }
+        return order.reversed()
     }
 }
 

@@ -87,9 +87,18 @@ private final class Reader {
         }
         let metrics = readMetrics(pipeline.value("metrics"))
         let api = pipeline.value("api").flatMap(readAPI)
+        let testsNode = pipeline.value("tests")
         pipeline.finish()
         checkGraph(nodes, ids: ids, root: FilePosition(root.mark))
-        return PipelineDefinition(components: components, metrics: metrics, api: api)
+        let testNodes = nodes.map {
+            ($0.id, PipelineTestReader.ComponentNode(kind: $0.kind, outputs: $0.outputs, inputs: $0.inputs))
+        }
+        let tests =
+            testsNode.map {
+                PipelineTestReader(components: Dictionary(testNodes, uniquingKeysWith: { first, _ in first }), log: log)
+                    .read($0)
+            } ?? []
+        return PipelineDefinition(components: components, metrics: metrics, api: api, tests: tests)
     }
 
     private func sectionName(_ kind: ComponentKind) -> String { kind.rawValue + "s" }

@@ -61,16 +61,8 @@ public final class PipelineRunner: Sendable {
 
     /// Component ids with every component after all those it reads from.
     private func upstreamFirst() -> [String] {
-        var order: [String] = []
-        var visited: Set<String> = []
-        func visit(_ id: String) {
-            guard visited.insert(id).inserted else { return }
-            for consumer in definition.allConsumers(of: id) { visit(consumer) }
-            order.append(id)
-        }
-        for component in definition.components where component.kind == .source { visit(component.id) }
-        for component in definition.components { visit(component.id) }
-        return order.reversed()
+        let sources = definition.components.filter { $0.kind == .source }.map(\.id)
+        return definition.upstreamFirst(from: sources + definition.components.map(\.id))
     }
 
     /// The ids that read from each component, through any of its outputs.

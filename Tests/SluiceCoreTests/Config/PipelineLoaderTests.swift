@@ -196,7 +196,7 @@ struct PipelineLoaderTests {
             p.yaml:5:1: error: unknown key 'metric' in the pipeline
             metric: {}
             ^
-            note: expected one of: api, metrics, sinks, sources, transforms; did you mean 'metrics'?
+            note: expected one of: api, metrics, sinks, sources, tests, transforms; did you mean 'metrics'?
             """
         ),
         (
