@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .executable(name: "sluice", targets: ["sluice"]),
         .library(name: "SluiceCore", targets: ["SluiceCore"]),
+        // Sluice as a library: every component, YAML or built in code, fed from and read into AsyncSequences.
+        .library(name: "Sluice", targets: ["Sluice"]),
     ],
     targets: [
         // MARK: - C libraries, each wrapped by exactly one Swift module
@@ -68,6 +70,11 @@ let package = Package(
             dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks", "SluiceAPI"]
         ),
         .executableTarget(name: "sluice", dependencies: ["SluiceCLI"]),
+        .target(
+            name: "Sluice",
+            dependencies: ["SluiceCore", "SluiceSync", "SluiceSources", "SluiceTransforms", "SluiceSinks"]),
+        // The README's library example, built with the package so that it cannot rot.
+        .executableTarget(name: "sluice-library-example", dependencies: ["Sluice"], path: "Examples/LibraryExample"),
 
         // MARK: - Tests
 
@@ -75,6 +82,8 @@ let package = Package(
         .testTarget(name: "SluiceYAMLTests", dependencies: ["SluiceYAML"]),
         .testTarget(name: "SluiceRegexTests", dependencies: ["SluiceRegex"]),
         .testTarget(name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting"]),
+        // Uses the Sluice product's public API only, as a program that depends on it would.
+        .testTarget(name: "SluiceLibraryTests", dependencies: ["Sluice"]),
         .testTarget(
             name: "SluiceAPITests",
             dependencies: ["SluiceAPI", "SluiceCLI", "SluiceCore", "SluiceTesting", "SluiceWebSocket"]),

@@ -41,6 +41,7 @@ public enum BufferPolicy: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The policy as a pipeline file writes it, for messages.
     public var description: String {
         switch self {
         case .latestPerKey(let max, let key): "latest_per_key \(max) by \(key.source)"
@@ -48,6 +49,7 @@ public enum BufferPolicy: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Policies are equal when their kind and limit are (a `latest_per_key` key compares by its source text).
     public static func == (left: BufferPolicy, right: BufferPolicy) -> Bool {
         switch (left, right) {
         case (.block(let a), .block(let b)), (.dropNewest(let a), .dropNewest(let b)),

@@ -377,6 +377,7 @@ public final class ConfigMapping {
 
 /// Thrown by a component's config reader when its options had errors; the diagnostics say what they were.
 public struct InvalidConfig: Error, Sendable {
+    /// The error a config reader throws after recording its diagnostics.
     public init() {}
 }
 
@@ -387,6 +388,7 @@ public struct FilePosition: Sendable, Hashable, CustomStringConvertible {
     /// The character column, starting at 1.
     public let column: Int
 
+    /// A position from 1-based `line` and `column`.
     public init(line: Int, column: Int) {
         self.line = line
         self.column = column
@@ -396,6 +398,7 @@ public struct FilePosition: Sendable, Hashable, CustomStringConvertible {
         self.init(line: mark.line, column: mark.column)
     }
 
+    /// `line:column`.
     public var description: String { "\(line):\(column)" }
 }
 

@@ -2,7 +2,9 @@
 public struct Diagnostic: Sendable, Equatable {
     /// How serious a diagnostic is: errors make a file invalid, warnings do not.
     public enum Severity: String, Sendable {
+        /// The file is invalid.
         case error
+        /// Worth knowing; the file is still valid.
         case warning
     }
 
@@ -15,6 +17,7 @@ public struct Diagnostic: Sendable, Equatable {
     /// What was expected, each printed on its own `note:` line.
     public let notes: [String]
 
+    /// A problem of `severity` with `message` at `mark` (`nil` for the file as a whole), and `notes` on what was expected.
     public init(_ severity: Severity, _ message: String, at mark: FilePosition?, notes: [String] = []) {
         self.severity = severity
         self.message = message
@@ -60,6 +63,7 @@ public final class DiagnosticLog {
         return recorded.map { Diagnostic($0.severity, redact($0.message), at: $0.mark, notes: $0.notes.map(redact)) }
     }
 
+    /// An empty log.
     public init() {}
 
     /// Remembers a value substituted from the environment, so that no message repeats it. Values shorter than

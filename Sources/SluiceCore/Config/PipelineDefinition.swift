@@ -86,6 +86,7 @@ public struct APISettings: Sendable, Equatable {
     /// a secret: nothing prints it.
     public var token: String?
 
+    /// Settings as a file gives them; the default is 127.0.0.1:8686 without a token.
     public init(host: String = "127.0.0.1", port: Int = 8686, token: String? = nil) {
         self.host = host
         self.port = port
@@ -107,8 +108,11 @@ public struct MetricsSettings: Sendable, Equatable {
 
     /// Where reports go.
     public enum Destination: Sendable, Equatable {
+        /// Standard output, shared with `stdout` sinks.
         case stdout
+        /// Standard error.
         case stderr
+        /// A file at this path, replaced at the start of a run.
         case file(String)
 
         /// Reads `stdout`, `stderr` or a path.
@@ -128,6 +132,7 @@ public struct MetricsSettings: Sendable, Equatable {
     /// How reports are laid out.
     public var format: Format
 
+    /// Settings as a file gives them; the defaults are a text table on stdout every second.
     public init(intervalSecs: Double = 1, destination: Destination = .stdout, format: Format = .text) {
         self.intervalSecs = intervalSecs
         self.destination = destination

@@ -8,6 +8,7 @@ public struct PipelineLoader {
     /// The variables `${NAME}` is replaced from.
     public let environment: [String: String]
 
+    /// A loader for files naming the types of `catalog`, with `${NAME}` replaced from `environment`.
     public init(catalog: ComponentCatalog, environment: [String: String]) {
         self.catalog = catalog
         self.environment = environment

@@ -15,6 +15,7 @@ public struct Event: Sendable {
     /// When a source created the event, in ``MonotonicClock`` nanoseconds; sinks measure latency from it.
     public var ingestNanos: UInt64
 
+    /// An event holding `value`; `ingestNanos` is when it entered Sluice (sources set it).
     public init(_ value: JSONValue, ingestNanos: UInt64 = 0) {
         text = []
         parsed = value
@@ -74,6 +75,13 @@ public struct Event: Sendable {
 
     /// True while the event still holds its text, unparsed.
     public var isText: Bool { !text.isEmpty }
+
+    /// The event as compact JSON text, as the `stdout` sink writes it.
+    public var jsonText: String {
+        var bytes: [UInt8] = []
+        writeJSON(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     /// Appends the event as compact JSON.
     public func writeJSON(to output: inout [UInt8]) {
@@ -204,6 +212,7 @@ extension Event: Hashable {
         left.ingestNanos == right.ingestNanos && left.value == right.value
     }
 
+    /// Hashes the event's value, whether it holds text or a parsed value.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(value)
         hasher.combine(ingestNanos)

@@ -33,12 +33,14 @@ public struct JSONObject: Sendable, Hashable, ExpressibleByDictionaryLiteral {
         /// The value.
         public var value: JSONValue
 
+        /// A field of `key` and `value`.
         public init(key: String, value: JSONValue) {
             self.key = key
             self.value = value
         }
     }
 
+    /// An empty object.
     public init() { fields = [] }
 
     /// Creates an object from fields whose keys the caller knows to be unique (checked in debug builds).
@@ -47,6 +49,7 @@ public struct JSONObject: Sendable, Hashable, ExpressibleByDictionaryLiteral {
         fields = uniqueFields
     }
 
+    /// An object of the literal's keys, in the order written; a repeated key keeps its last value.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         fields = []
         fields.reserveCapacity(elements.count)
@@ -110,12 +113,19 @@ extension JSONValue {
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
+    /// `nil` is JSON `null`.
     public init(nilLiteral: ()) { self = .null }
+    /// `true` and `false`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An integer literal is an integer.
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// A floating-point literal is a double.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// A string literal is a string.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An array literal is an array.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A dictionary literal is an object, its keys in the order written.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         var object = JSONObject()
         for (key, value) in elements { object[key] = value }

@@ -5,6 +5,7 @@ public struct EvaluationErrorLog: Sendable {
     private let log: Logger
     private var reporter = RateLimitedReporter(burst: 5)
 
+    /// Reports the evaluation errors of component `componentID` through `log`.
     public init(componentID: String, log: Logger) {
         self.componentID = componentID
         self.log = log

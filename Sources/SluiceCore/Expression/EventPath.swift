@@ -10,6 +10,7 @@ public struct EventPath: Sendable, Hashable, CustomStringConvertible {
         self.keys = keys
     }
 
+    /// The keys joined by dots: `a.b`.
     public var description: String { keys.joined(separator: ".") }
 
     /// The value at the path, or `nil`.

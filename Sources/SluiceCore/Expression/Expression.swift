@@ -9,13 +9,15 @@ public struct EvaluationError: Error, Sendable, Equatable, CustomStringConvertib
     /// What went wrong, such as "cannot multiply a string and an integer".
     public let reason: String
 
+    /// An error with `reason`.
     public init(_ reason: String) { self.reason = reason }
 
+    /// The reason.
     public var description: String { reason }
 }
 
 /// A compiled expression: parsed, checked and constant-folded once when the pipeline loads, then run per event as
-/// an ``ExpressionProgram``.
+/// an `ExpressionProgram`.
 ///
 /// Values follow JSON: integers and doubles combine numerically (`/` always gives a double), arithmetic with
 /// `null` gives `null`, `==` works across types, ordering across types or with `null` is false. Type errors,

@@ -1,7 +1,7 @@
 internal import SluiceRegex
 
-/// What a stage keeps between events to evaluate one expression: the registers of its ``ExpressionProgram``, and a
-/// ``FieldLocator`` for each top-level field it reads, so that each is found where it was in the last event. Made
+/// What a stage keeps between events to evaluate one expression: the registers of its `ExpressionProgram`, and a
+/// `FieldLocator` for each top-level field it reads, so that each is found where it was in the last event. Made
 /// once per stage with ``Expression/makeState()``; the expression itself stays immutable and shared.
 public struct ExpressionState: Sendable {
     var locators: [FieldLocator]

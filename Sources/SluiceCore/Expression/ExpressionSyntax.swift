@@ -2,7 +2,9 @@ internal import SluiceRegex
 
 /// A step of a path: an object key or an array index (negative counts from the end).
 public enum PathStep: Sendable, Hashable {
+    /// An object key.
     case key(String)
+    /// An array index (negative counts from the end).
     case index(Int)
 }
 
@@ -80,11 +82,13 @@ public struct ExpressionError: Error, Sendable, Equatable, CustomStringConvertib
     /// What was expected, if there is something useful to say.
     public let note: String?
 
+    /// A syntax error with `message` at character `offset` of the expression, and an optional `note`.
     public init(_ message: String, at offset: Int, note: String? = nil) {
         self.message = message
         self.offset = offset
         self.note = note
     }
 
+    /// The message (the offset is in ``offset``).
     public var description: String { message }
 }

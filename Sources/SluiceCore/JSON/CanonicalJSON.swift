@@ -28,6 +28,7 @@ public struct CanonicalJSONScanner {
     /// In such text every `"key":` is a top-level key, so a field can be found by searching for its bytes.
     public private(set) var isFlat = false
 
+    /// A scanner with nothing scanned yet.
     public init() {}
 
     /// True when `bytes` are canonical JSON text (see the type's description).

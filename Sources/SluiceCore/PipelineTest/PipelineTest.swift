@@ -34,7 +34,9 @@ public struct PipelineTest: Sendable {
 
     /// A condition on an emitted event, with where it was written.
     public struct Condition: Sendable {
+        /// The condition, compiled.
         public let expression: Expression
+        /// Where it was written.
         public let mark: FilePosition
     }
 

@@ -11,6 +11,7 @@ public struct PipelineTestRunner: Sendable {
     /// The pipeline whose transforms are tested.
     public let definition: PipelineDefinition
 
+    /// A runner for the tests of `definition`.
     public init(definition: PipelineDefinition) {
         self.definition = definition
     }
@@ -182,11 +183,7 @@ public struct PipelineTestResult: Sendable {
         init(message: String, mark: FilePosition, events: [Event] = [], unmet: [Unmet] = [], notes: [String]) {
             self.message = message
             self.mark = mark
-            self.events = events.map { event in
-                var text: [UInt8] = []
-                event.writeJSON(to: &text)
-                return String(decoding: text, as: UTF8.self)
-            }
+            self.events = events.map(\.jsonText)
             self.unmet = unmet
             self.notes = notes
         }

@@ -38,6 +38,7 @@ public protocol TransformConfig: ComponentConfig {
 }
 
 extension TransformConfig {
+    /// One unnamed output.
     public var outputs: [String] { [] }
 }
 
@@ -56,6 +57,7 @@ public struct TransformContext: Sendable {
     /// For a transform with named outputs: those some component reads (an output nobody reads may discard).
     public let readOutputs: Set<String>
 
+    /// The context of transform `id`, logging to `log`; `readOutputs` are its named outputs that some component reads.
     public init(id: String, log: Logger, readOutputs: Set<String> = []) {
         self.id = id
         self.log = log
@@ -75,6 +77,7 @@ public protocol Source: Sendable {
 }
 
 extension Source {
+    /// Nothing to do: a source without positions has nothing to commit.
     public func pipelineEnded() async {}
 }
 
@@ -105,10 +108,15 @@ public protocol Transform: Sendable {
 }
 
 extension Transform {
+    /// No deadline: a stateless transform never needs the clock.
     public var deadline: Int64? { nil }
+    /// Releases nothing: a stateless transform holds nothing.
     public mutating func advance(_ events: inout [Event], _ pass: inout TransformPass) {}
+    /// Emits nothing: a stateless transform holds nothing.
     public mutating func finish(_ events: inout [Event], _ pass: inout TransformPass, stopping: Bool) {}
+    /// No state.
     public var state: TransformState? { nil }
+    /// Nothing held.
     public var oldestHeldIngestNanos: UInt64 { .max }
 }
 

@@ -61,6 +61,7 @@ public struct ComponentCatalog: Sendable {
     /// The types, in the order `sluice list` shows them.
     public let types: [ComponentType]
 
+    /// A catalog of `types`, in the order `sluice list` shows them.
     public init(_ types: [ComponentType]) {
         self.types = types
     }

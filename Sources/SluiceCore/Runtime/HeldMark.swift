@@ -9,6 +9,7 @@ internal import Synchronization
 public final class HeldMark: Sendable {
     private let nanos = Atomic<UInt64>(.max)
 
+    /// A mark holding nothing.
     public init() {}
 
     /// The earliest ingest time held; `UInt64.max` for none.

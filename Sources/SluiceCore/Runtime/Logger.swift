@@ -82,6 +82,7 @@ public struct RateLimitedReporter: Sendable {
 public final class StopSignal: Sendable {
     private let state = Mutex<(stopped: Bool, handlers: [@Sendable () -> Void])>((false, []))
 
+    /// A signal that has not fired.
     public init() {}
 
     /// True once ``stop()`` was called.

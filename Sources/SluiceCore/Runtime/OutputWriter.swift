@@ -13,6 +13,7 @@ public enum OutputError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Any other failure, with the system's message.
     case failed(String)
 
+    /// What went wrong, for messages.
     public var description: String {
         switch self {
         case .closedByReader: "the reader closed the output"

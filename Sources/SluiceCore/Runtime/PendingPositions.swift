@@ -11,6 +11,7 @@ public struct PendingPositions<Key: Hashable & Sendable, Position: Sendable>: Se
     /// The most sends remembered one by one.
     public static var limit: Int { 4_096 }
 
+    /// No positions pending.
     public init() {}
 
     /// How many sends are waiting.

@@ -24,6 +24,7 @@ public final class TapPoint: Sendable {
         let deliver: @Sendable (_ events: [[UInt8]], _ finished: Bool) -> Void
     }
 
+    /// A tap point nobody watches yet.
     public init() {}
 
     /// Starts watching: `deliver` gets the sampled events as JSON text (at most `ratePerSec` a second, evenly

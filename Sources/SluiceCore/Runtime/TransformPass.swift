@@ -12,11 +12,13 @@ public struct TransformPass: Sendable {
     public var folded = 0
     /// Events the transform made itself (the aggregates it emitted).
     public var created = 0
-    /// For a transform with named outputs: the events for each output, in the order of ``TransformContext/outputs``,
+    /// For a transform with named outputs: the events for each output, in the order of its config's ``TransformConfig/outputs``,
     /// and how many distinct events went to at least one (which is what it sent).
     public var routed: [[Event]] = []
+    /// How many distinct events went to at least one named output.
     public var routedEvents = 0
 
+    /// A pass at processing time `nowMillis` (milliseconds since the Unix epoch), with nothing counted yet.
     public init(nowMillis: Int64) {
         self.nowMillis = nowMillis
     }
@@ -31,6 +33,7 @@ public struct TransformState: Sendable, Equatable {
     /// How many were given up to stay within the limit (windows emitted early, keys forgotten), so far.
     public var evictedTotal: Int
 
+    /// State named `name` (`open_windows`, `state_keys`) of `size`, with `evictedTotal` given up so far.
     public init(name: String, size: Int, evictedTotal: Int) {
         self.name = name
         self.size = size

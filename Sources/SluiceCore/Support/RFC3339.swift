@@ -12,6 +12,7 @@ public enum RFC3339 {
         private var cachedSecond: Int64?
         private var prefix: [UInt8] = []
 
+        /// A formatter with nothing cached yet.
         public init() {}
 
         /// The same text as ``RFC3339/format(epochMillis:)``.

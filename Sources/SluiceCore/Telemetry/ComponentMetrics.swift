@@ -31,6 +31,7 @@ public final class ComponentMetrics: Sendable {
         var recentLatency = LatencyHistogram()
     }
 
+    /// Zeroed counters for component `id` of `kind` and type `typeName`.
     public init(id: String, kind: ComponentKind, typeName: String) {
         self.id = id
         self.kind = kind
@@ -121,8 +122,11 @@ public final class ComponentMetrics: Sendable {
 
 /// One component's counters at one moment.
 public struct ComponentSnapshot: Sendable, Equatable {
+    /// The component's id.
     public var id: String
+    /// Source, transform or sink.
     public var kind: ComponentKind
+    /// Its `type`.
     public var typeName: String
     /// Events received so far.
     public var received: Int

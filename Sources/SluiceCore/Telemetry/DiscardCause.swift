@@ -28,6 +28,7 @@ public enum DiscardCause: String, Sendable, CaseIterable {
 public struct DiscardCounts: Sendable, Equatable {
     private var counts = [Int](repeating: 0, count: DiscardCause.allCases.count)
 
+    /// No discards.
     public init() {}
 
     /// The count for `cause`.

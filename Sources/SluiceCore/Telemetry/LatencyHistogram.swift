@@ -8,6 +8,7 @@ public struct LatencyHistogram: Sendable, Equatable {
     /// The number of latencies recorded.
     public private(set) var count: UInt64 = 0
 
+    /// An empty histogram.
     public init() {}
 
     /// Records one latency.

@@ -20,6 +20,7 @@ public struct MetricsReport: Sendable {
     /// The process's peak resident memory so far, in bytes.
     public var maxRSSBytes: Int
 
+    /// A report of `components` after `uptimeSecs`, with their `rates` (events a second), the `bottleneck` and the process's peak RSS.
     public init(
         final: Bool, uptimeSecs: Double, components: [ComponentSnapshot],
         rates: [String: (received: Double, sent: Double)] = [:], bottleneck: Bottleneck? = nil, maxRSSBytes: Int = 0
@@ -88,6 +89,7 @@ public struct MetricsReport: Sendable {
 
 /// The component holding a pipeline back, and why.
 public struct Bottleneck: Sendable, Equatable {
+    /// The component that limits the pipeline.
     public var id: String
     /// Why, in words: its input buffer is full, drops events, or makes its producers wait.
     public var reason: String
