@@ -1,6 +1,6 @@
 /// A parsed command line.
 enum Command: Equatable {
-    case run(file: String, overrides: MetricsOverrides)
+    case run(file: String, overrides: MetricsOverrides, watch: Bool)
     case validate(files: [String])
     case test(files: [String])
     case graph(file: String, format: GraphFormat)
@@ -94,7 +94,8 @@ func parseCommandLine(_ arguments: [String], environment: [String: String] = [:]
         return .top(api: api)
     case "run":
         let options = try OptionReader(
-            rest, command: first, allowed: ["--metrics-format", "--metrics-to", "--metrics-interval"])
+            rest, command: first, allowed: ["--metrics-format", "--metrics-to", "--metrics-interval"],
+            flags: ["--watch"])
         var overrides = MetricsOverrides()
         if let format = options.value("--metrics-format") {
             guard ["text", "json", "prometheus"].contains(format) else {
@@ -111,22 +112,26 @@ func parseCommandLine(_ arguments: [String], environment: [String: String] = [:]
         }
         guard options.positional.count <= 1 else { throw UsageError(message: "'run' takes one pipeline file") }
         guard let file = options.positional.first else { throw UsageError(message: "'run' needs a pipeline file") }
-        return .run(file: file, overrides: overrides)
+        return .run(file: file, overrides: overrides, watch: options.isSet("--watch"))
     default:
         throw UsageError(message: "unknown command '\(first)'")
     }
 }
 
-/// Reads `--name value` options, from those a command allows, and positional arguments.
+/// Reads `--name value` options and `--name` flags, from those a command allows, and positional arguments.
 struct OptionReader {
     private var values: [String: String] = [:]
+    private var flagsSet: Set<String> = []
     private(set) var positional: [String] = []
 
-    init(_ arguments: [String], command: String, allowed: Set<String>) throws(UsageError) {
+    init(_ arguments: [String], command: String, allowed: Set<String>, flags: Set<String> = []) throws(UsageError) {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
-            if argument.hasPrefix("-") {
+            if flags.contains(argument) {
+                flagsSet.insert(argument)
+                index += 1
+            } else if argument.hasPrefix("-") {
                 guard allowed.contains(argument) else {
                     throw UsageError(message: "unknown option '\(argument)' for '\(command)'")
                 }
@@ -145,6 +150,9 @@ struct OptionReader {
     /// The value of `option`, when given.
     func value(_ option: String) -> String? { values[option] }
 
+    /// True when the flag `flag` was given.
+    func isSet(_ flag: String) -> Bool { flagsSet.contains(flag) }
+
     /// `--api` and `--token` (or `SLUICE_API_TOKEN`): what `top` and `tap` connect with.
     func apiAddress(_ environment: [String: String]) -> APIAddress {
         APIAddress(
@@ -154,7 +162,7 @@ struct OptionReader {
 
 let usage = """
     usage: sluice run FILE [--metrics-format text|json|prometheus] [--metrics-to stdout|stderr|PATH]
-                           [--metrics-interval SECS]
+                           [--metrics-interval SECS] [--watch]
            sluice validate FILE...
            sluice test FILE...
            sluice graph FILE [--format dot|mermaid]
@@ -166,7 +174,8 @@ let usage = """
     Runs a declarative event pipeline: sources -> transforms -> sinks, with bounded buffers and live metrics.
 
     commands:
-      run        run the pipeline in FILE until its sources end or SIGINT/SIGTERM (a second signal exits at once)
+      run        run the pipeline in FILE until its sources end or SIGINT/SIGTERM (a second signal exits at once);
+                 SIGHUP, or with --watch a change to FILE, reloads it: changed transforms and sinks are replaced
       validate   check pipeline files and print every problem with its line and column
       test       run the tests in pipeline files ('tests:'): events into transforms, checks on what comes out
       graph      print the pipeline in FILE as a graph: Graphviz DOT, or a Mermaid flowchart

@@ -30,19 +30,24 @@ public enum SluiceCommand {
     /// Runs the command line `arguments` (without the program name) and returns the exit code, once everything
     /// written to standard error has been written.
     ///
-    /// `onStopRequest` is given a function to call when the user asks to stop (the first SIGINT or SIGTERM).
+    /// `onStopRequest` is given a function to call when the user asks to stop (the first SIGINT or SIGTERM), and
+    /// `onReloadRequest` one to call when the user asks `run` to read its file again (SIGHUP).
     public static func main(
         arguments: [String], environment: [String: String],
-        onStopRequest: (@escaping @Sendable () -> Void) -> Void
+        onStopRequest: (@escaping @Sendable () -> Void) -> Void,
+        onReloadRequest: (@escaping @Sendable () -> Void) -> Void = { _ in }
     ) async -> ExitCode {
-        let code = await perform(arguments: arguments, environment: environment, onStopRequest: onStopRequest)
+        let code = await perform(
+            arguments: arguments, environment: environment, onStopRequest: onStopRequest,
+            onReloadRequest: onReloadRequest)
         await OutputWriter.standardError.drain()
         return code
     }
 
     private static func perform(
         arguments: [String], environment: [String: String],
-        onStopRequest: (@escaping @Sendable () -> Void) -> Void
+        onStopRequest: (@escaping @Sendable () -> Void) -> Void,
+        onReloadRequest: (@escaping @Sendable () -> Void) -> Void
     ) async -> ExitCode {
         let command: Command
         do {
@@ -74,8 +79,10 @@ public enum SluiceCommand {
             return await TopCommand.run(api, onStopRequest: onStopRequest)
         case .tap(let component, let api, let limit, let rate):
             return await tap(component, api: api, limit: limit, rate: rate, onStopRequest: onStopRequest)
-        case .run(let file, let overrides):
-            return await run(file, overrides: overrides, environment: environment, onStopRequest: onStopRequest)
+        case .run(let file, let overrides, let watch):
+            return await run(
+                file, overrides: overrides, watch: watch, environment: environment, onStopRequest: onStopRequest,
+                onReloadRequest: onReloadRequest)
         }
     }
 
@@ -127,8 +134,9 @@ public enum SluiceCommand {
     // MARK: - run
 
     private static func run(
-        _ file: String, overrides: MetricsOverrides, environment: [String: String],
-        onStopRequest: (@escaping @Sendable () -> Void) -> Void
+        _ file: String, overrides: MetricsOverrides, watch: Bool, environment: [String: String],
+        onStopRequest: (@escaping @Sendable () -> Void) -> Void,
+        onReloadRequest: (@escaping @Sendable () -> Void) -> Void
     ) async -> ExitCode {
         guard var definition = load(file, environment: environment) else { return .invalidConfig }
         if let format = overrides.format.flatMap(MetricsSettings.Format.init(rawValue:)) {
@@ -153,7 +161,8 @@ public enum SluiceCommand {
         let api = definition.api.map { APIServer(settings: $0, definition: definition, metrics: runner.metrics) }
         let reporter = MetricsReporter(
             settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,
-            writer: metricsWriter, observer: api.map { api -> @Sendable (MetricsReport) -> Void in api.publish })
+            writer: metricsWriter, observer: api.map { api -> @Sendable (MetricsReport) -> Void in api.publish },
+            reloads: { runner.reloadStatus })
         if let api, let settings = definition.api {
             do {
                 let urls = try await api.start()
@@ -169,7 +178,11 @@ public enum SluiceCommand {
             api?.markStopping()
             runner.stop()
         }
+        let reloader = Reloader(file: file, environment: environment, runner: runner)
+        onReloadRequest { reloader.reload(because: "SIGHUP") }
+        let watcher = watch ? Task { await reloader.watch() } : nil
         let outcome = await runner.run(reporter: reporter)
+        watcher?.cancel()
         await api?.stop()
         await metricsWriter.close()
         return outcome.failures.isEmpty ? .success : .runtimeFailure

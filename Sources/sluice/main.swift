@@ -40,13 +40,24 @@ func processEnvironment() -> [String: String] {
 
 // A closed stdout must end the run through EPIPE, not kill the process before the final report.
 signal(SIGPIPE, SIG_IGN)
-// SIGHUP is reserved for reloading; until then it must not kill a long run.
+// SIGHUP reloads the pipeline file (`run`); before the handler is installed, and for other commands, it must not kill
+// a long run.
 signal(SIGHUP, SIG_IGN)
+
+/// Every SIGHUP asks for a reload.
+func installReloadHandler(_ reload: @escaping @Sendable () -> Void) -> any DispatchSourceSignal {
+    let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+    source.setEventHandler { reload() }
+    source.resume()
+    return source
+}
 
 nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
 let code = await SluiceCommand.main(
     arguments: Array(CommandLine.arguments.dropFirst()), environment: processEnvironment()
 ) { stop in
-    signalSources = installSignalHandlers(onFirst: stop)
+    signalSources += installSignalHandlers(onFirst: stop)
+} onReloadRequest: { reload in
+    signalSources.append(installReloadHandler(reload))
 }
 exit(code.rawValue)

@@ -38,6 +38,8 @@ public final class EventBuffer: Sendable {
         var producers: [CheckedContinuation<Void, Never>] = []
         /// The consumer has gone away (its sink failed): arriving events are discarded.
         var closed = false
+        /// The consumer is being replaced (a reload changed its sink): its next read ends its input, once.
+        var handingOver = false
         var highWater = 0
         var blockedNanos: UInt64 = 0
         /// The earliest ingest time in the batch the consumer took last, until it asks for the next one (by then
@@ -231,6 +233,10 @@ public final class EventBuffer: Sendable {
             let (batch, producers, finished) = state.locked {
                 state -> ([Event], [CheckedContinuation<Void, Never>], Bool) in
                 state.inHandNanos = .max
+                if state.handingOver {
+                    state.handingOver = false
+                    return ([], [], true)
+                }
                 guard !state.isEmpty else { return ([], [], state.openProducers == 0) }
                 let batch = state.take(upTo: maxBatch)
                 state.inHandNanos = batch.oldestIngestNanos()
@@ -256,7 +262,7 @@ public final class EventBuffer: Sendable {
     private func park(until deadlineMillis: Int64?) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let wait = state.locked { state -> Int? in
-                guard state.isEmpty, state.openProducers > 0 else { return nil }
+                guard state.isEmpty, state.openProducers > 0, !state.handingOver else { return nil }
                 precondition(state.consumer == nil, "Invalid state: a buffer has one consumer.")
                 state.consumer = continuation
                 state.wait += 1
@@ -285,6 +291,17 @@ public final class EventBuffer: Sendable {
             defer { state.timedOut = false }
             return state.timedOut
         }
+    }
+
+    /// Ends the input of the current consumer at its next read, as if every producer had finished, without losing
+    /// an event: what is buffered stays for the consumer that takes over (a sink replaced by a reload).
+    public func handOver() {
+        let consumer = state.locked { state -> CheckedContinuation<Void, Never>? in
+            state.handingOver = true
+            defer { state.consumer = nil }
+            return state.consumer
+        }
+        consumer?.resume()
     }
 
     /// True when nothing is buffered: a sink flushes its output then, so a slow live feed is never held back.

@@ -33,6 +33,18 @@ public final class PipelineRunner: Sendable {
     private let outputClosed = Mutex(false)
     /// What holds events, upstream first: each component's input buffer, then its task's or sink's mark.
     private let holders = Mutex<[@Sendable () -> UInt64]>([])
+    /// What reloads changed and have not been applied yet, and how they went.
+    private let reloads = Mutex(ReloadState())
+
+    private struct ReloadState {
+        /// The definition the last applied reload (or the start) gave.
+        var current: PipelineDefinition?
+        /// Transforms and sinks to replace at their next batch boundary, by id.
+        var pending: [String: ComponentBlueprint.Maker] = [:]
+        /// Every unfused component's input buffer, for handing a sink's input over to its replacement.
+        var inputs: [String: EventBuffer] = [:]
+        var status = ReloadStatus()
+    }
 
     /// Prepares to run `definition`; its components' warnings and errors go to `log`. What a component needs of
     /// the process (the descriptor `stdin` reads, say) was given to its type in the catalog, not to the runner.
@@ -46,6 +58,60 @@ public final class PipelineRunner: Sendable {
 
     /// Asks every source to stop; buffered events still drain.
     public func stop() { stopSignal.stop() }
+
+    // MARK: - Reload
+
+    /// Applies a reloaded pipeline file (see ``ReloadPlan``): each transform or sink whose options changed is
+    /// replaced at its next batch boundary, a transform after emitting what it holds, a sink after writing what it
+    /// took, both with their input buffers and counters. Returns what was done, as metrics show it.
+    @discardableResult
+    public func reload(_ new: PipelineDefinition) -> ReloadStatus.Reload {
+        let now = WallClock.nowMillis()
+        let (reload, handOvers) = reloads.locked { state -> (ReloadStatus.Reload, [EventBuffer]) in
+            let plan = ReloadPlan(from: state.current ?? definition, to: new)
+            let kept = plan.kept.isEmpty ? "" : "; kept until a restart: " + plan.kept.joined(separator: ", ")
+            let reload: ReloadStatus.Reload
+            var handOvers: [EventBuffer] = []
+            if !plan.rejections.isEmpty {
+                reload = .init(
+                    atMillis: now, result: .rejected,
+                    message: "needs a restart: " + plan.rejections.joined(separator: "; ") + "; nothing was changed")
+            } else if plan.replaced.isEmpty {
+                state.current = new
+                reload = .init(atMillis: now, result: .unchanged, message: "no component changed" + kept)
+            } else {
+                state.current = new
+                for component in plan.replaced {
+                    state.pending[component.id] = component.blueprint.maker
+                    if component.kind == .sink, let input = state.inputs[component.id] { handOvers.append(input) }
+                }
+                reload = .init(
+                    atMillis: now, result: .applied,
+                    message: "replaced " + plan.replaced.map { "'\($0.id)'" }.joined(separator: ", ") + kept)
+            }
+            state.status.total += 1
+            state.status.last = reload
+            return (reload, handOvers)
+        }
+        for input in handOvers { input.handOver() }
+        return reload
+    }
+
+    /// Records a reload whose file was not valid: nothing changed.
+    public func recordInvalidReload(_ message: String) {
+        reloads.locked { state in
+            state.status.total += 1
+            state.status.last = .init(atMillis: WallClock.nowMillis(), result: .invalid, message: message)
+        }
+    }
+
+    /// The reloads so far.
+    public var reloadStatus: ReloadStatus { reloads.locked { $0.status } }
+
+    /// The replacement waiting for component `id`, taken.
+    private func takeReplacement(_ id: String) -> ComponentBlueprint.Maker? {
+        reloads.locked { $0.pending.removeValue(forKey: id) }
+    }
 
     /// The earliest ingest time (``MonotonicClock`` nanoseconds) of any event still held in a buffer, a component's
     /// hands, a stateful transform or a sink's unwritten output; `UInt64.max` when nothing is. Every event ingested
@@ -94,6 +160,7 @@ public final class PipelineRunner: Sendable {
         for component in definition.components where component.kind != .source && fused[component.id] == nil {
             marks[component.id] = HeldMark()
         }
+        reloads.locked { [buffers] in $0.inputs = buffers }
         holders.locked { holders in
             for id in upstreamFirst() {
                 if let buffer = buffers[id] { holders.append { buffer.oldestHeldIngestNanos } }
@@ -140,7 +207,10 @@ public final class PipelineRunner: Sendable {
                                 !definition.consumers(of: current.id, output: $0).isEmpty
                             })
                         let transform = makeTransform(TransformContext(id: current.id, log: log, readOutputs: read))
-                        stages.append(TransformStage(transform: transform, metrics: metricsByID[current.id]!))
+                        stages.append(
+                            TransformStage(
+                                id: current.id, readOutputs: read, transform: transform,
+                                metrics: metricsByID[current.id]!))
                         if current.id != component.id {
                             metricsByID[current.id]!.provideDetails { ["runs_in": .string(component.id)] }
                         }
@@ -197,6 +267,9 @@ public final class PipelineRunner: Sendable {
 
     /// One transform of a task that runs a chain of them, with its counters.
     private struct TransformStage {
+        let id: String
+        /// Its named outputs that some component reads, for its replacement.
+        let readOutputs: Set<String>
         var transform: any Transform
         let metrics: ComponentMetrics
     }
@@ -229,7 +302,9 @@ public final class PipelineRunner: Sendable {
             // What the stages keep is held here from now on; the buffer lets go of the last batch at `next`.
             held.set(stages.lazy.map(\.transform.oldestHeldIngestNanos).min() ?? .max)
             let deadline = stages.lazy.compactMap(\.transform.deadline).min()
-            switch await input.next(deadlineMillis: deadline) {
+            let read = await input.next(deadlineMillis: deadline)
+            await applyReplacements(&stages, output)
+            switch read {
             case .events(var batch):
                 await flow(&batch, through: &stages, from: 0, .process, output)
             case .timedOut:
@@ -249,6 +324,18 @@ public final class PipelineRunner: Sendable {
                 held.clear()
                 return
             }
+        }
+    }
+
+    /// Replaces the stages a reload changed, upstream first, each after it emitted what it holds through the
+    /// stages after it: the events before this point were handled by the old transform, those after by the new.
+    private func applyReplacements(_ stages: inout [TransformStage], _ output: ChainOutput) async {
+        for index in stages.indices {
+            guard let maker = takeReplacement(stages[index].id), case .transform(let make) = maker else { continue }
+            var held: [Event] = []
+            await flow(&held, through: &stages, from: index, .finish(stopping: false), output)
+            stages[index].transform = make(
+                TransformContext(id: stages[index].id, log: log, readOutputs: stages[index].readOutputs))
         }
     }
 
@@ -288,7 +375,13 @@ public final class PipelineRunner: Sendable {
 
     private func runSink(_ sink: any Sink, _ input: EventBuffer, _ context: SinkContext) async {
         do {
+            var sink = sink
             try await sink.run(input, context)
+            // A reload handed the input over: the replacement goes on from the next batch.
+            while let maker = takeReplacement(context.id), case .sink(let make) = maker {
+                sink = make()
+                try await sink.run(input, context)
+            }
         } catch OutputError.closedByReader {
             // `sluice run p.yaml | head -1`: the reader has what it wanted; stop quietly.
             outputClosed.locked { $0 = true }

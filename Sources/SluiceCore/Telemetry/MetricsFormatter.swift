@@ -21,6 +21,16 @@ public enum MetricsFormatter {
         top["bottleneck"] = report.bottleneck.map { .string($0) } ?? .null
         top["bottleneck_reason"] = report.bottleneckReason.map { .string($0) } ?? .null
         top["process"] = ["max_rss_bytes": .int(Int64(report.maxRSSBytes))]
+        if let reloads = report.reloads {
+            top["reloads_total"] = .int(Int64(reloads.total))
+            top["last_reload"] =
+                reloads.last.map { last in
+                    [
+                        "at": .string(RFC3339.format(epochMillis: last.atMillis)),
+                        "result": .string(last.result.rawValue), "message": .string(last.message),
+                    ]
+                } ?? .null
+        }
         top["components"] = .array(report.components.map { component(report, $0) })
         return .object(top)
     }
@@ -76,6 +86,24 @@ public enum MetricsFormatter {
             "# TYPE process_max_resident_memory_bytes gauge",
             "process_max_resident_memory_bytes \(report.maxRSSBytes)",
         ]
+        if let reloads = report.reloads {
+            lines += [
+                "# HELP sluice_reloads_total Reloads of the pipeline file asked for (SIGHUP or --watch), whatever their result.",
+                "# TYPE sluice_reloads_total counter",
+                "sluice_reloads_total \(reloads.total)",
+            ]
+            if let last = reloads.last {
+                let applied = last.result == .applied || last.result == .unchanged
+                lines += [
+                    "# HELP sluice_last_reload_successful Whether the last reload was applied (1) or changed nothing because of an error (0).",
+                    "# TYPE sluice_last_reload_successful gauge",
+                    "sluice_last_reload_successful{result=\"\(last.result.rawValue)\"} \(applied ? 1 : 0)",
+                    "# HELP sluice_last_reload_timestamp_seconds When the last reload was asked for.",
+                    "# TYPE sluice_last_reload_timestamp_seconds gauge",
+                    "sluice_last_reload_timestamp_seconds \(number(Double(last.atMillis) / 1000))",
+                ]
+            }
+        }
         func metric(_ name: String, _ type: String, _ help: String, _ values: [(ComponentSnapshot, String, Double)?]) {
             let present = values.compactMap { $0 }
             guard !present.isEmpty else { return }
@@ -201,6 +229,11 @@ public enum MetricsFormatter {
         }
         if let bottleneck = report.bottleneck {
             lines.append("bottleneck: \(bottleneck) (\(report.bottleneckReason ?? "its input is under pressure"))")
+        }
+        if let reloads = report.reloads, let last = reloads.last {
+            lines.append(
+                "reloads: \(reloads.total), the last at \(RFC3339.format(epochMillis: last.atMillis)) "
+                    + "\(last.result.rawValue): \(last.message)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

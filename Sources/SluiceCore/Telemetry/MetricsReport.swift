@@ -19,6 +19,8 @@ public struct MetricsReport: Sendable {
     public var bottleneckReason: String?
     /// The process's peak resident memory so far, in bytes.
     public var maxRSSBytes: Int
+    /// The reloads of the pipeline file so far; `nil` where reloading is not possible (the library, tests).
+    public var reloads: ReloadStatus?
 
     /// A report of `components` after `uptimeSecs`, with their `rates` (events a second), the `bottleneck` and the process's peak RSS.
     public init(

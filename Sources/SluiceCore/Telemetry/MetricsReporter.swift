@@ -12,6 +12,7 @@ public final class MetricsReporter: Sendable {
     private let writer: OutputWriter
     private let startNanos: UInt64
     private let observer: (@Sendable (MetricsReport) -> Void)?
+    private let reloads: (@Sendable () -> ReloadStatus)?
     /// The previous written report's time and counters, which the next one's rates start from.
     private let written: Mutex<Window>
     /// The same for the observer's reports.
@@ -26,14 +27,15 @@ public final class MetricsReporter: Sendable {
     public static let observerIntervalSecs = 1.0
 
     /// Reports on `components` to `writer`; `consumers` maps each id to the ids that read from it. `observer`, when
-    /// given, sees a report every second and the final one.
+    /// given, sees a report every second and the final one; `reloads`, when given, says how reloads went.
     public init(
         settings: MetricsSettings, components: [ComponentMetrics], consumers: [String: [String]],
         writer: OutputWriter, startNanos: UInt64 = MonotonicClock.nanos(),
-        observer: (@Sendable (MetricsReport) -> Void)? = nil
+        observer: (@Sendable (MetricsReport) -> Void)? = nil, reloads: (@Sendable () -> ReloadStatus)? = nil
     ) {
         self.settings = settings
         self.observer = observer
+        self.reloads = reloads
         self.components = components
         self.consumers = consumers
         self.writer = writer
@@ -108,9 +110,11 @@ public final class MetricsReporter: Sendable {
                 previous = Window(
                     nanos: now, snapshots: Dictionary(snapshots.map { ($0.id, $0) }, uniquingKeysWith: { $1 }))
             }
-            return MetricsReport(
+            var report = MetricsReport(
                 final: final, uptimeSecs: Double(now &- startNanos) / 1e9, components: snapshots, rates: rates,
                 bottleneck: final ? nil : bottleneck, maxRSSBytes: MetricsReport.currentMaxRSSBytes())
+            report.reloads = reloads?()
+            return report
         }
     }
 

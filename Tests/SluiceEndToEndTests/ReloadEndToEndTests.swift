@@ -1,0 +1,201 @@
+import Dispatch
+import Foundation
+import SluiceCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Reloading the pipeline file of a running `sluice run`: SIGHUP, or a change `--watch` sees.
+struct ReloadEndToEndTests {
+    static func pipeline(condition: String, extra: String = "") -> String {
+        """
+        sources:
+          in: {type: stdin}
+        transforms:
+          keep: {type: filter, inputs: [in], condition: '\(condition)'}
+        sinks:
+          out: {type: stdout, inputs: [keep], buffer: {max_events: 1000, when_full: block}}
+        \(extra)
+        metrics: {interval_secs: 0, to: $METRICS, format: json}
+        """
+    }
+
+    /// Lines `{"n":first}` ... up to `end`, as one chunk.
+    static func lines(_ range: Range<Int>) -> Data {
+        Data(range.map { "{\"n\":\($0)}\n" }.joined().utf8)
+    }
+
+    /// The `n` of each output line.
+    static func numbers(_ output: Data) -> [Int] {
+        String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap { line in
+            Int(line.dropFirst(5).dropLast())
+        }
+    }
+
+    func rewrite(_ pipeline: TemporaryPipeline, _ yaml: String) throws {
+        try yaml.replacingOccurrences(of: "$METRICS", with: pipeline.metricsPath).write(
+            toFile: pipeline.path, atomically: true, encoding: .utf8)
+    }
+
+    /// A million events through a `block` pipeline; half-way, with events still in its buffers, the filter's
+    /// condition changes. Every event is handled once: before some event by the old condition, from it on by the
+    /// new one, none lost, none twice.
+    @Test func aReloadUnderABlockStreamHandlesEveryEventOnceByTheOldConditionOrTheNew() throws {
+        let total = 1_000_000
+        let pipeline = try TemporaryPipeline(Self.pipeline(condition: ".n % 2 == 0"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        let reloaded = DispatchSemaphore(value: 0)
+        child.feed { index in
+            // The second half waits until the reload is asked for.
+            if index == total / 2_000 { _ = reloaded.wait(timeout: .now() + 120) }
+            guard index < total / 1_000 else { return nil }
+            return Self.lines(index * 1_000..<(index + 1) * 1_000)
+        }
+        var output = Data()
+        // Read some output first, so that the pipeline is well under way, then reload without reading on: its
+        // buffers are full and blocked when the change comes.
+        while output.count < 200_000, let chunk = child.readChunk() { output.append(chunk) }
+        try rewrite(pipeline, Self.pipeline(condition: ".n % 3 == 0"))
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(child.waitForErrorText("reload (SIGHUP): applied: replaced 'keep'"), "\(child.errorText)")
+        reloaded.signal()
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+
+        let numbers = Self.numbers(output)
+        #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "in order, none twice")
+        // The last event only the old condition keeps, and the first only the new one keeps: the cut lies between.
+        let lastOld = try #require(numbers.last { $0 % 3 != 0 })
+        let firstNew = try #require(numbers.first { $0 % 2 != 0 })
+        #expect(lastOld < firstNew)
+        #expect(lastOld > 0 && firstNew < total - 10, "events on both sides of the change")
+        // Everything between is kept by both. Some cut must account for every event exactly.
+        let cuts = (lastOld + 1)...firstNew
+        let exact = cuts.contains { cut in
+            let evenBefore = (cut + 1) / 2
+            let thirdsFrom = (total + 2) / 3 - (cut + 2) / 3
+            return evenBefore + thirdsFrom == numbers.count
+        }
+        #expect(exact, "\(numbers.count) events out, cut between \(lastOld) and \(firstNew)")
+        let report = try #require(try pipeline.reports().last)
+        #expect(report.int("reloads_total") == 1)
+        #expect(report["last_reload"]?["result"] == "applied")
+        let keep = try #require(try pipeline.finalComponent("keep"))
+        #expect(keep.int("received_events_total") == total)
+        #expect(keep.int("sent_events_total") == numbers.count)
+        #expect(keep.balances)
+    }
+
+    /// Feeds ten events per phase, each phase after the test let the previous one go; returns the semaphores.
+    static func feedInPhases(_ child: SluiceProcess, phases count: Int) -> [DispatchSemaphore] {
+        let phases = (0..<count).map { _ in DispatchSemaphore(value: 0) }
+        child.feed { index in
+            guard index < 2 * count else { return nil }
+            if index % 2 == 1 {
+                _ = phases[index / 2].wait(timeout: .now() + 60)
+                return Data()
+            }
+            return Self.lines(index / 2 * 10..<index / 2 * 10 + 10)
+        }
+        return phases
+    }
+
+    /// An invalid file and a change that needs a restart leave the run as it was, and say why.
+    @Test func invalidAndRejectedReloadsChangeNothing() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(condition: ".n % 2 == 0"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        let phases = Self.feedInPhases(child, phases: 3)
+        var output = Data()
+        func readUntil(_ last: Int) {
+            while !Self.numbers(output).contains(last), let chunk = child.readChunk() { output.append(chunk) }
+        }
+        readUntil(8)
+        // Invalid: a YAML error, printed as validate prints it.
+        try rewrite(pipeline, "sources: [\n")
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(child.waitForErrorText("not valid; the running pipeline is unchanged"), "\(child.errorText)")
+        #expect(child.errorText.contains("\(pipeline.path):2:1: error: invalid YAML"), "\(child.errorText)")
+        phases[0].signal()
+        readUntil(18)
+        // Valid, but a new sink needs a restart: nothing changes, not even the condition.
+        try rewrite(
+            pipeline,
+            Self.pipeline(condition: ".n % 5 == 0")
+                .replacingOccurrences(of: "sinks:\n", with: "sinks:\n  more: {type: blackhole, inputs: [keep]}\n"))
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(
+            child.waitForErrorText("rejected: needs a restart: sink 'more' is new; nothing was changed"),
+            "\(child.errorText)")
+        phases[1].signal()
+        phases[2].signal()
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        #expect(Self.numbers(output) == Array(stride(from: 0, to: 30, by: 2)))
+        let report = try #require(try pipeline.reports().last)
+        #expect(report.int("reloads_total") == 2)
+        #expect(report["last_reload"]?["result"] == "rejected")
+    }
+
+    /// With `--watch`, a change to the file is applied without a signal.
+    @Test func watchAppliesAChangeToTheFile() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(condition: ".n % 2 == 0"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path, "--watch"])
+        try child.start()
+        defer { child.killIfRunning() }
+        let phases = Self.feedInPhases(child, phases: 2)
+        var output = Data()
+        while !Self.numbers(output).contains(8), let chunk = child.readChunk() { output.append(chunk) }
+        try rewrite(pipeline, Self.pipeline(condition: ".n % 5 == 0"))
+        #expect(
+            child.waitForErrorText("reload (\(pipeline.path) changed): applied: replaced 'keep'"), "\(child.errorText)")
+        phases[0].signal()
+        phases[1].signal()
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        #expect(Self.numbers(output) == [0, 2, 4, 6, 8, 10, 15])
+        let report = try #require(try pipeline.reports().last)
+        #expect(report.int("reloads_total") == 1)
+    }
+
+    /// A sink whose options changed takes over after the old one wrote what it took, with the same buffer and
+    /// counters.
+    @Test func aChangedSinkTakesOverItsInput() throws {
+        let yaml = { (template: String) in
+            """
+            sources: {in: {type: stdin}}
+            sinks: {out: {type: stdout, inputs: [in], template: "\(template)"}}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        }
+        let pipeline = try TemporaryPipeline(yaml("A {.n}"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        let phases = Self.feedInPhases(child, phases: 2)
+        var output = ""
+        while !output.contains("A 9\n"), let chunk = child.readChunk() {
+            output += String(decoding: chunk, as: UTF8.self)
+        }
+        try rewrite(pipeline, yaml("B {.n}"))
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(child.waitForErrorText("applied: replaced 'out'"), "\(child.errorText)")
+        phases[0].signal()
+        phases[1].signal()
+        output += String(decoding: child.readAllOutput(), as: UTF8.self)
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        #expect(output == (0..<10).map { "A \($0)\n" }.joined() + (10..<20).map { "B \($0)\n" }.joined())
+        let out = try #require(try pipeline.finalComponent("out"))
+        #expect(out.int("sent_events_total") == 20)
+        #expect(out.balances)
+    }
+}
