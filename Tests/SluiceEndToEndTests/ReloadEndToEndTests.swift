@@ -198,4 +198,51 @@ struct ReloadEndToEndTests {
         #expect(out.int("sent_events_total") == 20)
         #expect(out.balances)
     }
+
+    /// A stateful transform replaced by a reload first emits what it holds, marked partial; the new one starts
+    /// empty with the events after the change.
+    @Test func aReplacedAggregateEmitsItsOpenWindowAsPartial() throws {
+        let yaml = { (aggregations: String) in
+            """
+            sources: {in: {type: stdin}}
+            transforms:
+              count: {type: aggregate, inputs: [in], window: {type: tumbling, size_secs: 3600}, aggregations: {\(aggregations)}}
+            sinks: {out: {type: stdout, inputs: [count]}}
+            metrics: {interval_secs: 0.05, to: $METRICS, format: json}
+            """
+        }
+        let pipeline = try TemporaryPipeline(yaml("events: count()"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        let phases = Self.feedInPhases(child, phases: 2)
+        // The first ten events are folded into the open window (the periodic reports say so); then the
+        // aggregations change.
+        func folded() -> Int? {
+            guard let report = (try? pipeline.reports())?.last, case .array(let components)? = report["components"]
+            else { return nil }
+            return components.first { $0["component_id"] == "count" }?.int("folded_events_total")
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while folded() != 10, ContinuousClock.now < deadline { usleep(20_000) }
+        #expect(folded() == 10)
+        try rewrite(pipeline, yaml("events: count(), total: sum(.n)"))
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(child.waitForErrorText("applied: replaced 'count'"), "\(child.errorText)")
+        phases[0].signal()
+        phases[1].signal()
+        let lines = String(decoding: child.readAllOutput(), as: UTF8.self).split(separator: "\n")
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        let windows = try lines.map { try JSONReader.parse(String($0)) }
+        #expect(windows.count == 2, "\(lines)")
+        #expect(windows.first?["events"] == .int(10))
+        #expect(windows.first?["partial"] == .bool(true))
+        #expect(windows.last?["events"] == .int(10))
+        #expect(windows.last?["total"] == .int(145))
+        #expect(windows.last?["partial"] == nil)
+        let count = try #require(try pipeline.finalComponent("count"))
+        #expect(count.int("folded_events_total") == 20)
+        #expect(count.int("created_events_total") == 2)
+    }
 }

@@ -35,6 +35,8 @@ public final class PipelineRunner: Sendable {
     private let holders = Mutex<[@Sendable () -> UInt64]>([])
     /// What reloads changed and have not been applied yet, and how they went.
     private let reloads = Mutex(ReloadState())
+    /// How many replacements wait in `reloads`: every task looks here after each batch, without taking the lock.
+    private let pendingReplacements = Atomic(0)
 
     private struct ReloadState {
         /// The definition the last applied reload (or the start) gave.
@@ -82,7 +84,9 @@ public final class PipelineRunner: Sendable {
             } else {
                 state.current = new
                 for component in plan.replaced {
-                    state.pending[component.id] = component.blueprint.maker
+                    if state.pending.updateValue(component.blueprint.maker, forKey: component.id) == nil {
+                        pendingReplacements.add(1, ordering: .releasing)
+                    }
                     if component.kind == .sink, let input = state.inputs[component.id] { handOvers.append(input) }
                 }
                 reload = .init(
@@ -110,7 +114,12 @@ public final class PipelineRunner: Sendable {
 
     /// The replacement waiting for component `id`, taken.
     private func takeReplacement(_ id: String) -> ComponentBlueprint.Maker? {
-        reloads.locked { $0.pending.removeValue(forKey: id) }
+        guard pendingReplacements.load(ordering: .acquiring) > 0 else { return nil }
+        return reloads.locked { state in
+            let maker = state.pending.removeValue(forKey: id)
+            if maker != nil { pendingReplacements.subtract(1, ordering: .releasing) }
+            return maker
+        }
     }
 
     /// The earliest ingest time (``MonotonicClock`` nanoseconds) of any event still held in a buffer, a component's
@@ -328,12 +337,13 @@ public final class PipelineRunner: Sendable {
     }
 
     /// Replaces the stages a reload changed, upstream first, each after it emitted what it holds through the
-    /// stages after it: the events before this point were handled by the old transform, those after by the new.
+    /// stages after it (an open window is cut short, so it is marked partial): the events before this point were
+    /// handled by the old transform, those after by the new.
     private func applyReplacements(_ stages: inout [TransformStage], _ output: ChainOutput) async {
         for index in stages.indices {
             guard let maker = takeReplacement(stages[index].id), case .transform(let make) = maker else { continue }
             var held: [Event] = []
-            await flow(&held, through: &stages, from: index, .finish(stopping: false), output)
+            await flow(&held, through: &stages, from: index, .finish(stopping: true), output)
             stages[index].transform = make(
                 TransformContext(id: stages[index].id, log: log, readOutputs: stages[index].readOutputs))
         }
