@@ -1,4 +1,4 @@
-internal import Synchronization
+internal import SluiceSync
 
 /// Runs a pipeline file's tests (`sluice test`): each test inserts its events into components' inputs (or, at a
 /// source, as what it emits), runs every transform downstream of them, and checks what transforms emit and what
@@ -18,8 +18,9 @@ public struct PipelineTestRunner: Sendable {
 
     /// Runs `test`; `nowMillis` is the processing time every transform sees.
     public func run(_ test: PipelineTest, nowMillis: Int64 = WallClock.nowMillis()) -> PipelineTestResult {
-        let messages = CollectedMessages()
-        let log = Logger { line in messages.append(line) }
+        // What the tested transforms log (evaluation errors, rate-limited), for the failure report.
+        let messages = Locked<[String]>([])
+        let log = Logger { line in messages.locked { $0.append(line) } }
         let components = Dictionary(uniqueKeysWithValues: definition.components.map { ($0.id, $0) })
         let order = definition.upstreamFirst(from: test.inputs.map(\.insertAt))
         let checked = Set((test.outputs.map(\.extractFrom) + test.noOutputFrom).map(\.text))
@@ -72,7 +73,7 @@ public struct PipelineTestRunner: Sendable {
         }
 
         var failures: [PipelineTestResult.Failure] = []
-        let notes = ledgers + messages.lines
+        let notes = ledgers + messages.locked { $0 }
         for output in test.outputs {
             let events = emitted[output.extractFrom.text] ?? []
             let name = output.extractFrom.text
@@ -198,13 +199,4 @@ public struct PipelineTestResult: Sendable {
         /// What it gave instead of `true` (`is false`, `is null`), or why it could not be evaluated.
         public let reason: String
     }
-}
-
-/// What the tested transforms log (evaluation errors, rate-limited), for the failure report.
-private final class CollectedMessages: Sendable {
-    private let stored = Mutex<[String]>([])
-
-    func append(_ line: String) { stored.withLock { $0.append(line) } }
-
-    var lines: [String] { stored.withLock { $0 } }
 }
