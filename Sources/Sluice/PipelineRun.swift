@@ -15,8 +15,8 @@ public struct PipelineRun: Sendable {
         self.outputIDs = outputIDs
         // Reports are made on request and never written: the writer is not used.
         reporter = MetricsReporter(
-            settings: MetricsSettings(intervalSecs: 0), components: runner.metrics, consumers: runner.consumers,
-            writer: .standardError)
+            settings: MetricsSettings(intervalSecs: 0), currentComponents: { runner.metrics },
+            currentConsumers: { runner.consumers }, writer: .standardError)
     }
 
     /// The events reaching the `host` sink `id`. Naming anything else is a programming error and stops the program,

@@ -160,7 +160,8 @@ public enum SluiceCommand {
         let runner = PipelineRunner(definition: definition, log: .standardError)
         let api = definition.api.map { APIServer(settings: $0, definition: definition, metrics: runner.metrics) }
         let reporter = MetricsReporter(
-            settings: definition.metrics, components: runner.metrics, consumers: runner.consumers,
+            settings: definition.metrics, currentComponents: { runner.metrics },
+            currentConsumers: { runner.consumers },
             writer: metricsWriter, observer: api.map { api -> @Sendable (MetricsReport) -> Void in api.publish },
             reloads: { runner.reloadStatus })
         if let api, let settings = definition.api {

@@ -49,13 +49,7 @@ struct ReloadEndToEndTests {
         let child = SluiceProcess(["run", pipeline.path])
         try child.start()
         defer { child.killIfRunning() }
-        let reloaded = DispatchSemaphore(value: 0)
-        child.feed { index in
-            // The second half waits until the reload is asked for.
-            if index == total / 2_000 { _ = reloaded.wait(timeout: .now() + 120) }
-            guard index < total / 1_000 else { return nil }
-            return Self.lines(index * 1_000..<(index + 1) * 1_000)
-        }
+        let reloaded = Self.feedInHalves(child, total: total)
         var output = Data()
         // Read some output first, so that the pipeline is well under way, then reload without reading on: its
         // buffers are full and blocked when the change comes.
@@ -91,6 +85,17 @@ struct ReloadEndToEndTests {
         #expect(keep.balances)
     }
 
+    /// Feeds events 0..<total in chunks of a thousand, the second half once the returned semaphore is signalled.
+    static func feedInHalves(_ child: SluiceProcess, total: Int) -> DispatchSemaphore {
+        let reloaded = DispatchSemaphore(value: 0)
+        child.feed { index in
+            if index == total / 2_000 { _ = reloaded.wait(timeout: .now() + 120) }
+            guard index < total / 1_000 else { return nil }
+            return Self.lines(index * 1_000..<(index + 1) * 1_000)
+        }
+        return reloaded
+    }
+
     /// Feeds ten events per phase, each phase after the test let the previous one go; returns the semaphores.
     static func feedInPhases(_ child: SluiceProcess, phases count: Int) -> [DispatchSemaphore] {
         let phases = (0..<count).map { _ in DispatchSemaphore(value: 0) }
@@ -103,6 +108,29 @@ struct ReloadEndToEndTests {
             return Self.lines(index / 2 * 10..<index / 2 * 10 + 10)
         }
         return phases
+    }
+
+    /// Runs `pipeline` on two phases of ten events: once the output holds `marker`, writes `changed` over the file,
+    /// sends SIGHUP, waits for `message` on stderr and lets the second phase go. Returns all output once it exited 0.
+    func reloadingMidway(
+        _ pipeline: TemporaryPipeline, until marker: String, changeTo changed: String, expecting message: String
+    ) throws -> String {
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        let phases = Self.feedInPhases(child, phases: 2)
+        var output = ""
+        while !output.contains(marker), let chunk = child.readChunk() {
+            output += String(decoding: chunk, as: UTF8.self)
+        }
+        try rewrite(pipeline, changed)
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(child.waitForErrorText(message), "\(child.errorText)")
+        phases[0].signal()
+        phases[1].signal()
+        output += String(decoding: child.readAllOutput(), as: UTF8.self)
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        return output
     }
 
     /// An invalid file and a change that needs a restart leave the run as it was, and say why.
@@ -125,14 +153,15 @@ struct ReloadEndToEndTests {
         #expect(child.errorText.contains("\(pipeline.path):2:1: error: invalid YAML"), "\(child.errorText)")
         phases[0].signal()
         readUntil(18)
-        // Valid, but a new sink needs a restart: nothing changes, not even the condition.
+        // Valid, but another buffer for a running sink needs a restart: nothing changes, not even the condition.
         try rewrite(
             pipeline,
             Self.pipeline(condition: ".n % 5 == 0")
-                .replacingOccurrences(of: "sinks:\n", with: "sinks:\n  more: {type: blackhole, inputs: [keep]}\n"))
+                .replacingOccurrences(
+                    of: "max_events: 1000, when_full: block", with: "max_events: 10, when_full: block"))
         kill(child.process.processIdentifier, SIGHUP)
         #expect(
-            child.waitForErrorText("rejected: needs a restart: sink 'more' is new; nothing was changed"),
+            child.waitForErrorText("rejected: needs a restart: sink 'out' has another buffer; nothing was changed"),
             "\(child.errorText)")
         phases[1].signal()
         phases[2].signal()
@@ -178,21 +207,8 @@ struct ReloadEndToEndTests {
         }
         let pipeline = try TemporaryPipeline(yaml("A {.n}"))
         defer { pipeline.remove() }
-        let child = SluiceProcess(["run", pipeline.path])
-        try child.start()
-        defer { child.killIfRunning() }
-        let phases = Self.feedInPhases(child, phases: 2)
-        var output = ""
-        while !output.contains("A 9\n"), let chunk = child.readChunk() {
-            output += String(decoding: chunk, as: UTF8.self)
-        }
-        try rewrite(pipeline, yaml("B {.n}"))
-        kill(child.process.processIdentifier, SIGHUP)
-        #expect(child.waitForErrorText("applied: replaced 'out'"), "\(child.errorText)")
-        phases[0].signal()
-        phases[1].signal()
-        output += String(decoding: child.readAllOutput(), as: UTF8.self)
-        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        let output = try reloadingMidway(
+            pipeline, until: "A 9\n", changeTo: yaml("B {.n}"), expecting: "applied: replaced 'out'")
         #expect(output == (0..<10).map { "A \($0)\n" }.joined() + (10..<20).map { "B \($0)\n" }.joined())
         let out = try #require(try pipeline.finalComponent("out"))
         #expect(out.int("sent_events_total") == 20)
@@ -245,4 +261,84 @@ struct ReloadEndToEndTests {
         #expect(count.int("folded_events_total") == 20)
         #expect(count.int("created_events_total") == 2)
     }
+
+    /// New components start and removed ones drain and stop, under a running stream: a filter is taken out (its
+    /// sink reads the source directly from then on), a simulator and a second sink come in. Every stdin event comes
+    /// out once, filtered before a cut and unfiltered after it.
+    @Test func componentsAreAddedRemovedAndRewiredWhileEventsFlow() throws {
+        let before = Self.pipeline(condition: ".n % 2 == 0")
+        let after = """
+            sources:
+              in: {type: stdin}
+              sim: {type: simulator, devices: 2, rate: 1000, count: 5, seed: 7}
+            sinks:
+              out: {type: stdout, inputs: [in, sim], buffer: {max_events: 1000, when_full: block}}
+              tally: {type: blackhole, inputs: [in]}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        let pipeline = try TemporaryPipeline(before)
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        let total = 200_000
+        let reloaded = Self.feedInHalves(child, total: total)
+        var output = Data()
+        while output.count < 100_000, let chunk = child.readChunk() { output.append(chunk) }
+        try rewrite(pipeline, after)
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(
+            child.waitForErrorText("applied: added 'sim', 'tally'; removed 'keep'; rewired 'out'"), "\(child.errorText)"
+        )
+        reloaded.signal()
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+
+        let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
+        let numbers = lines.compactMap { line in line.hasPrefix("{\"n\":") ? Int(line.dropFirst(5).dropLast()) : nil }
+        #expect(lines.count - numbers.count == 5, "the simulator's five readings")
+        #expect(Set(numbers).count == numbers.count, "none twice")
+        // Before the cut only even numbers came (through the filter), from it on every number: the first odd one
+        // is the cut, or the one after it.
+        let firstOdd = try #require(numbers.filter { $0 % 2 != 0 }.min())
+        #expect(firstOdd > 10_000 && firstOdd < total / 2 + 1_000, "the cut came half-way: \(firstOdd)")
+        let expected = (0..<firstOdd).filter { $0 % 2 == 0 } + Array(firstOdd..<total)
+        #expect(numbers.count == expected.count)
+        #expect(Set(numbers) == Set(expected))
+        let report = try #require(try pipeline.reports().last)
+        guard case .array(let components)? = report["components"] else { throw Failure("no components") }
+        let ids = components.compactMap { $0["component_id"]?.stringValue }
+        #expect(ids == ["in", "out", "sim", "tally"], "the removed filter left the report once it drained")
+        // The new sink saw every event from the cut on.
+        let tally = try #require(try pipeline.finalComponent("tally")?.int("received_events_total"))
+        #expect([total - firstOdd, total - firstOdd + 1].contains(tally), "\(tally)")
+        #expect(try pipeline.finalComponent("out")?.balances == true)
+    }
+
+    /// A transform that runs in another's task cannot be taken out or rewired without a restart.
+    @Test func aChangeAroundFusedTransformsIsRejected() throws {
+        let yaml = { (second: String) in
+            """
+            sources: {in: {type: stdin}}
+            transforms:
+              a: {type: map, inputs: [in], set: {x: 1}}
+              \(second)
+            sinks: {out: {type: stdout, inputs: [\(second.isEmpty ? "a" : "b")]}}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        }
+        let pipeline = try TemporaryPipeline(yaml("b: {type: map, inputs: [a], set: {y: 2}}"))
+        defer { pipeline.remove() }
+        let output = try reloadingMidway(
+            pipeline, until: "\"n\":9,", changeTo: yaml(""),
+            expecting: "rejected: needs a restart: transform 'b' was removed, and it runs in the task of 'a'")
+        #expect(output.split(separator: "\n").count == 20)
+        #expect(output.split(separator: "\n").allSatisfy { $0.hasSuffix(",\"x\":1,\"y\":2}") })
+    }
+}
+
+/// A test failure with a message, for guards.
+private struct Failure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -93,6 +93,16 @@ public final class EventBuffer: Sendable {
         }
     }
 
+    /// Counts one more producer (a reload connected another input); false when every producer had finished
+    /// already, so the consumer may have seen its end and the new producer must not send here.
+    func addProducer() -> Bool {
+        state.locked { state in
+            guard state.openProducers > 0 else { return false }
+            state.openProducers += 1
+            return true
+        }
+    }
+
     /// Marks one producer as finished; after the last, the consumer sees the end once the queue is drained.
     public func finishProducer() {
         let consumer = state.locked { state -> CheckedContinuation<Void, Never>? in

@@ -1,15 +1,37 @@
+internal import SluiceSync
+internal import Synchronization
+
 /// A component's outgoing edge: every batch goes to the input buffer of each consumer, in turn.
 ///
-/// With a `block` consumer, ``send(_:)`` waits for room, which is how backpressure travels upstream.
+/// With a `block` consumer, ``send(_:)`` waits for room, which is how backpressure travels upstream. A reload may
+/// add consumers (from the next batch on) and remove them: a removed consumer is told this producer is done once no
+/// send is under way, so a batch is never half delivered and a consumer never sees its end before the last batch.
 public final class EventOutput: Sendable {
-    private let targets: [EventBuffer]
+    private let edges: Mutex<Edges>
     private let metrics: ComponentMetrics?
     private let tap: TapPoint
     private let name: String?
 
+    private struct Edges {
+        var targets: [EventBuffer]
+        /// Sends under way (a source may send from more than one task).
+        var sending = 0
+        /// Consumers removed while a send was under way: they are finished when it ends.
+        var detached: [EventBuffer] = []
+        /// True once the producer finished: a consumer added later is finished at once.
+        var finished = false
+
+        /// The consumers to tell now that this producer is done with them.
+        mutating func takeDetachedIfIdle() -> [EventBuffer] {
+            guard sending == 0 else { return [] }
+            defer { detached = [] }
+            return detached
+        }
+    }
+
     /// An edge into `targets` that counts what it sends on `metrics`.
     public init(targets: [EventBuffer], metrics: ComponentMetrics) {
-        self.targets = targets
+        edges = Mutex(Edges(targets: targets))
         self.metrics = metrics
         self.tap = metrics.tap
         self.name = nil
@@ -18,7 +40,7 @@ public final class EventOutput: Sendable {
     /// The named output `name` of the component `metrics` counts: it counts nothing itself, as its transform
     /// counts each event once, however many outputs it went to.
     public init(targets: [EventBuffer], namedOutput name: String, of metrics: ComponentMetrics) {
-        self.targets = targets
+        edges = Mutex(Edges(targets: targets))
         self.metrics = nil
         self.tap = metrics.tap
         self.name = name
@@ -29,12 +51,42 @@ public final class EventOutput: Sendable {
         guard !batch.isEmpty else { return }
         metrics?.recordSent(batch.count)
         tap.offer(batch, output: name)
+        let targets = edges.locked { edges in
+            edges.sending += 1
+            return edges.targets
+        }
         for target in targets { await target.send(batch) }
+        let detached = edges.locked { edges in
+            edges.sending -= 1
+            return edges.takeDetachedIfIdle()
+        }
+        for target in detached { target.finishProducer() }
     }
 
     /// Tells every consumer that this producer is done.
     func finish() {
+        let targets = edges.locked { edges in
+            edges.finished = true
+            defer { edges.targets = [] }
+            return edges.targets + edges.detached
+        }
         for target in targets { target.finishProducer() }
+    }
+
+    /// Between two batches, adds `attach` as consumers (the caller has counted this output among their
+    /// producers) and removes `detach`, which are told this producer is done once no send is under way: each batch
+    /// goes wholly to the consumers before the change or wholly to those after it.
+    func rewire(attach: [EventBuffer], detach: [EventBuffer]) {
+        let finishNow = edges.locked { edges -> [EventBuffer] in
+            if edges.finished { return attach }
+            edges.targets += attach
+            for target in detach {
+                guard let index = edges.targets.firstIndex(where: { $0 === target }) else { continue }
+                edges.detached.append(edges.targets.remove(at: index))
+            }
+            return edges.takeDetachedIfIdle()
+        }
+        for target in finishNow { target.finishProducer() }
     }
 }
 

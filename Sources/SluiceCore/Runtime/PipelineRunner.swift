@@ -23,29 +23,49 @@ public struct RunOutcome: Sendable, Equatable {
 /// The run ends when every source has ended and every buffer has drained. ``stop()`` makes sources stop reading;
 /// what they already sent still drains to the sinks. Cancelling the task that runs the pipeline does the same.
 public final class PipelineRunner: Sendable {
-    /// The pipeline being run.
+    /// The pipeline as it started.
     public let definition: PipelineDefinition
-    /// Every component's counters, in definition order.
-    public let metrics: [ComponentMetrics]
     private let log: Logger
     private let stopSignal = StopSignal()
     private let failures = Mutex<[String]>([])
     private let outputClosed = Mutex(false)
     /// What holds events, upstream first: each component's input buffer, then its task's or sink's mark.
     private let holders = Mutex<[@Sendable () -> UInt64]>([])
-    /// What reloads changed and have not been applied yet, and how they went.
-    private let reloads = Mutex(ReloadState())
-    /// How many replacements wait in `reloads`: every task looks here after each batch, without taking the lock.
+    /// The running components, what reloads changed and have not been applied yet, and how they went.
+    private let live: Mutex<LiveState>
+    /// How many replacements wait in `live`: every task looks here after each batch, without taking the lock.
     private let pendingReplacements = Atomic(0)
 
-    private struct ReloadState {
+    private struct LiveState {
         /// The definition the last applied reload (or the start) gave.
-        var current: PipelineDefinition?
+        var current: PipelineDefinition
+        /// Every component's counters, in the order reports list them.
+        var metrics: [ComponentMetrics]
+        /// The running components, by id, once the run started.
+        var running: [String: Running] = [:]
+        /// Components a reload removed that have not ended yet: they leave the reports when they end.
+        var removed: Set<String> = []
         /// Transforms and sinks to replace at their next batch boundary, by id.
         var pending: [String: ComponentBlueprint.Maker] = [:]
-        /// Every unfused component's input buffer, for handing a sink's input over to its replacement.
-        var inputs: [String: EventBuffer] = [:]
+        /// The tasks of components a reload added.
+        var added: [Task<Void, Never>] = []
+        /// True once every component of the start is registered in `running`.
+        var started = false
         var status = ReloadStatus()
+    }
+
+    /// What a reload needs of a running component.
+    private struct Running {
+        let kind: ComponentKind
+        /// Its input buffer; `nil` for a source and for a transform that runs in another's task.
+        let input: EventBuffer?
+        /// Where it sends, by named output (`""` for its only one); empty when a transform fused after it takes its
+        /// output in the same task.
+        let outputs: [String: EventOutput]
+        /// A source's own stop.
+        let stop: StopSignal?
+        /// For a transform that runs in another's task: that task's first transform.
+        let runsIn: String?
     }
 
     /// Prepares to run `definition`; its components' warnings and errors go to `log`. What a component needs of
@@ -53,69 +73,225 @@ public final class PipelineRunner: Sendable {
     public init(definition: PipelineDefinition, log: Logger) {
         self.definition = definition
         self.log = log
-        self.metrics = definition.components.map {
-            ComponentMetrics(id: $0.id, kind: $0.kind, typeName: $0.typeName)
-        }
+        live = Mutex(
+            LiveState(
+                current: definition,
+                metrics: definition.components.map {
+                    ComponentMetrics(id: $0.id, kind: $0.kind, typeName: $0.typeName)
+                }))
     }
+
+    /// Every component's counters, in definition order (components a reload added come last).
+    public var metrics: [ComponentMetrics] { live.locked { $0.metrics } }
 
     /// Asks every source to stop; buffered events still drain.
     public func stop() { stopSignal.stop() }
 
     // MARK: - Reload
 
-    /// Applies a reloaded pipeline file (see ``ReloadPlan``): each transform or sink whose options changed is
-    /// replaced at its next batch boundary, a transform after emitting what it holds, a sink after writing what it
-    /// took, both with their input buffers and counters. Returns what was done, as metrics show it.
+    /// Applies a reloaded pipeline file (see ``ReloadPlan``). New components start; removed ones are disconnected
+    /// from their inputs (a source is stopped) and end once they drained what they hold; a rewired one is
+    /// connected to its new inputs and disconnected from its old ones, each old one telling it so once its current
+    /// batch is delivered; a transform or sink whose options changed is replaced at its next batch boundary, a
+    /// transform after emitting what it holds, a sink after writing what it took, both with their input buffers and
+    /// counters. A change that involves a transform running in another's task (fused), other than new options,
+    /// needs a restart. Returns what was done, as metrics show it.
     @discardableResult
     public func reload(_ new: PipelineDefinition) -> ReloadStatus.Reload {
         let now = WallClock.nowMillis()
-        let (reload, handOvers) = reloads.locked { state -> (ReloadStatus.Reload, [EventBuffer]) in
-            let plan = ReloadPlan(from: state.current ?? definition, to: new)
+        let (reload, start) = live.locked { state -> (ReloadStatus.Reload, [String: @Sendable () async -> Void]) in
+            let plan = ReloadPlan(from: state.current, to: new)
+            let rejections =
+                state.started
+                ? plan.rejections + fusedRejections(plan, state.running) : ["the pipeline has not started yet"]
             let kept = plan.kept.isEmpty ? "" : "; kept until a restart: " + plan.kept.joined(separator: ", ")
             let reload: ReloadStatus.Reload
-            var handOvers: [EventBuffer] = []
-            if !plan.rejections.isEmpty {
+            var start: [String: @Sendable () async -> Void] = [:]
+            if !rejections.isEmpty {
                 reload = .init(
                     atMillis: now, result: .rejected,
-                    message: "needs a restart: " + plan.rejections.joined(separator: "; ") + "; nothing was changed")
-            } else if plan.replaced.isEmpty {
+                    message: "needs a restart: " + rejections.joined(separator: "; ") + "; nothing was changed")
+            } else if plan.changesNothing {
                 state.current = new
                 reload = .init(atMillis: now, result: .unchanged, message: "no component changed" + kept)
             } else {
+                start = apply(plan, to: new, &state)
                 state.current = new
-                for component in plan.replaced {
-                    if state.pending.updateValue(component.blueprint.maker, forKey: component.id) == nil {
-                        pendingReplacements.add(1, ordering: .releasing)
-                    }
-                    if component.kind == .sink, let input = state.inputs[component.id] { handOvers.append(input) }
-                }
-                reload = .init(
-                    atMillis: now, result: .applied,
-                    message: "replaced " + plan.replaced.map { "'\($0.id)'" }.joined(separator: ", ") + kept)
+                reload = .init(atMillis: now, result: .applied, message: plan.summary + kept)
             }
             state.status.total += 1
             state.status.last = reload
-            return (reload, handOvers)
+            return (reload, start)
         }
-        for input in handOvers { input.handOver() }
+        for (id, body) in start {
+            let task = Task { [self] in
+                await body()
+                ended(id)
+            }
+            live.locked { $0.added.append(task) }
+        }
         return reload
+    }
+
+    /// What a plan would change about transforms that run in another's task, which only a restart re-plans.
+    private func fusedRejections(_ plan: ReloadPlan, _ running: [String: Running]) -> [String] {
+        var rejections: [String] = []
+        func check(_ id: String, _ why: String) {
+            guard let component = running[id] else { return }
+            if let head = component.runsIn {
+                rejections.append("transform '\(id)' \(why), and it runs in the task of '\(head)'")
+            } else if component.kind == .transform, component.outputs.isEmpty {
+                rejections.append("transform '\(id)' \(why), and a transform runs in its task")
+            }
+        }
+        for component in plan.removed { check(component.id, "was removed") }
+        for (running, new) in plan.rewired {
+            check(running.id, "reads other inputs")
+            let changed = Set(running.inputs).symmetricDifference(new.inputs)
+            for input in changed { check(InputReference(input).id, "feeds '\(running.id)' no more or anew") }
+        }
+        for component in plan.added {
+            for input in component.inputs { check(InputReference(input).id, "feeds the new '\(component.id)'") }
+        }
+        return rejections
+    }
+
+    /// Connects, disconnects and schedules what `plan` changes; returns the tasks of the new components to start.
+    private func apply(_ plan: ReloadPlan, to new: PipelineDefinition, _ state: inout LiveState)
+        -> [String: @Sendable () async -> Void]
+    {
+        let removedIDs = Set(plan.removed.map(\.id))
+        // New components' counters and input buffers first, so that outputs can be made into them.
+        var metrics: [String: ComponentMetrics] = [:]
+        var inputs: [String: EventBuffer] = [:]
+        var marks: [String: HeldMark] = [:]
+        for component in plan.added {
+            let counters = ComponentMetrics(id: component.id, kind: component.kind, typeName: component.typeName)
+            metrics[component.id] = counters
+            state.metrics.append(counters)
+            guard component.kind != .source else { continue }
+            let buffer = EventBuffer(
+                policy: component.buffer ?? .default, producers: component.inputs.count, owner: counters)
+            inputs[component.id] = buffer
+            marks[component.id] = HeldMark()
+            holders.locked { holders in
+                holders.append { buffer.oldestHeldIngestNanos }
+                holders.append { [mark = marks[component.id]!] in mark.value }
+            }
+        }
+        let running = state.running
+        /// The input buffer of `id`, new or running.
+        func input(of id: String) -> EventBuffer? { inputs[id] ?? running[id]?.input }
+        /// The changes to each running output, applied together so that no batch goes to both old and new
+        /// consumers.
+        var rewiring: [ObjectIdentifier: (output: EventOutput, attach: [EventBuffer], detach: [EventBuffer])] = [:]
+        func connect(_ reference: String, to buffer: EventBuffer, attach: Bool) {
+            let parsed = InputReference(reference)
+            guard let output = running[parsed.id]?.outputs[parsed.output ?? ""] else { return }
+            var change = rewiring[ObjectIdentifier(output)] ?? (output, [], [])
+            if attach { change.attach.append(buffer) } else { change.detach.append(buffer) }
+            rewiring[ObjectIdentifier(output)] = change
+        }
+        // New components' outputs; a running consumer counts each as one more producer.
+        var outputs: [String: [String: EventOutput]] = [:]
+        for component in plan.added where component.kind != .sink {
+            func targets(_ port: String?) -> [EventBuffer] {
+                new.consumers(of: component.id, output: port).compactMap { consumer in
+                    guard let buffer = input(of: consumer) else { return nil }
+                    if inputs[consumer] == nil, !buffer.addProducer() { return nil }
+                    return buffer
+                }
+            }
+            let ports = component.blueprint.outputs
+            outputs[component.id] =
+                ports.isEmpty
+                ? ["": EventOutput(targets: targets(nil), metrics: metrics[component.id]!)]
+                : Dictionary(
+                    uniqueKeysWithValues: ports.map {
+                        ($0, EventOutput(targets: targets($0), namedOutput: $0, of: metrics[component.id]!))
+                    })
+        }
+        // New components reading running ones.
+        for component in plan.added where component.kind != .source {
+            for reference in component.inputs where inputs[InputReference(reference).id] == nil {
+                connect(reference, to: inputs[component.id]!, attach: true)
+            }
+        }
+        // Running components that read other inputs: new running inputs attach, old ones detach (a removed one
+        // tells it at its end, as it tells all its consumers).
+        for (old, component) in plan.rewired {
+            guard let buffer = running[component.id]?.input else { continue }
+            for reference in component.inputs where !old.inputs.contains(reference) {
+                guard running[InputReference(reference).id] != nil, buffer.addProducer() else { continue }
+                connect(reference, to: buffer, attach: true)
+            }
+            for reference in old.inputs where !component.inputs.contains(reference) {
+                guard !removedIDs.contains(InputReference(reference).id) else { continue }
+                connect(reference, to: buffer, attach: false)
+            }
+        }
+        // Removed components: disconnected from the inputs that stay, or stopped; each ends once drained.
+        for component in plan.removed {
+            state.removed.insert(component.id)
+            if let stop = running[component.id]?.stop { stop.stop() }
+            guard let buffer = running[component.id]?.input else { continue }
+            for reference in component.inputs where !removedIDs.contains(InputReference(reference).id) {
+                connect(reference, to: buffer, attach: false)
+            }
+        }
+        for change in rewiring.values { change.output.rewire(attach: change.attach, detach: change.detach) }
+        // New options: replaced where they run.
+        for component in plan.replaced {
+            if state.pending.updateValue(component.blueprint.maker, forKey: component.id) == nil {
+                pendingReplacements.add(1, ordering: .releasing)
+            }
+            if component.kind == .sink { running[component.id]?.input?.handOver() }
+        }
+        // The new components' tasks, registered as running so that a later reload finds them.
+        var start: [String: @Sendable () async -> Void] = [:]
+        for component in plan.added {
+            let own = outputs[component.id] ?? [:]
+            let stop = component.kind == .source ? sourceStop() : nil
+            state.running[component.id] = Running(
+                kind: component.kind, input: inputs[component.id], outputs: own, stop: stop, runsIn: nil)
+            start[component.id] = task(
+                for: component, metrics: metrics[component.id]!, input: inputs[component.id], outputs: own,
+                stop: stop, held: marks[component.id], consumers: new)
+        }
+        return start
+    }
+
+    /// A stop for one source, which the pipeline's stop fires too.
+    private func sourceStop() -> StopSignal {
+        let own = StopSignal()
+        stopSignal.onStop { own.stop() }
+        return own
+    }
+
+    /// Marks component `id` as ended: one a reload removed leaves the reports.
+    private func ended(_ id: String) {
+        live.locked { state in
+            guard state.removed.remove(id) != nil else { return }
+            state.metrics.removeAll { $0.id == id }
+            state.running[id] = nil
+        }
     }
 
     /// Records a reload whose file was not valid: nothing changed.
     public func recordInvalidReload(_ message: String) {
-        reloads.locked { state in
+        live.locked { state in
             state.status.total += 1
             state.status.last = .init(atMillis: WallClock.nowMillis(), result: .invalid, message: message)
         }
     }
 
     /// The reloads so far.
-    public var reloadStatus: ReloadStatus { reloads.locked { $0.status } }
+    public var reloadStatus: ReloadStatus { live.locked { $0.status } }
 
     /// The replacement waiting for component `id`, taken.
     private func takeReplacement(_ id: String) -> ComponentBlueprint.Maker? {
         guard pendingReplacements.load(ordering: .acquiring) > 0 else { return nil }
-        return reloads.locked { state in
+        return live.locked { state in
             let maker = state.pending.removeValue(forKey: id)
             if maker != nil { pendingReplacements.subtract(1, ordering: .releasing) }
             return maker
@@ -129,7 +305,8 @@ public final class PipelineRunner: Sendable {
     /// arrives at its closed input afterwards is discarded.
     ///
     /// No event slips past: holders are read upstream first, and each hands a batch on (its consumer's buffer
-    /// holds it) before it lets go of it, so an event moving while they are read is found further down.
+    /// holds it) before it lets go of it, so an event moving while they are read is found further down. (What a
+    /// reload adds is read last.)
     public func heldSinceNanos() -> UInt64 {
         holders.locked { $0 }.reduce(UInt64.max) { min($0, $1()) }
     }
@@ -140,9 +317,10 @@ public final class PipelineRunner: Sendable {
         return definition.upstreamFirst(from: sources + definition.components.map(\.id))
     }
 
-    /// The ids that read from each component, through any of its outputs.
+    /// The ids that read from each component, through any of its outputs, as the pipeline is now.
     public var consumers: [String: [String]] {
-        Dictionary(uniqueKeysWithValues: definition.components.map { ($0.id, definition.allConsumers(of: $0.id)) })
+        let current = live.locked { $0.current }
+        return Dictionary(uniqueKeysWithValues: current.components.map { ($0.id, current.allConsumers(of: $0.id)) })
     }
 
     /// Runs the pipeline to the end; `reporter` reports periodically during the run and once more at the end.
@@ -153,6 +331,37 @@ public final class PipelineRunner: Sendable {
             await runToEnd(reporter: reporter)
         } onCancel: {
             stop()
+        }
+    }
+
+    /// The task that runs `component`: a source, a sink, or a transform on its own (what a reload adds).
+    private func task(
+        for component: ComponentDefinition, metrics: ComponentMetrics, input: EventBuffer?,
+        outputs: [String: EventOutput], stop: StopSignal?, held: HeldMark?, consumers: PipelineDefinition
+    ) -> @Sendable () async -> Void {
+        switch component.blueprint.maker {
+        case .source(let makeSource):
+            let context = SourceContext(
+                id: component.id, output: outputs[""]!, metrics: metrics, log: log, stop: stop!,
+                finishedBefore: { [self] in heldSinceNanos() })
+            let source = makeSource()
+            return { [self] in
+                await runSource(source, context)
+                await source.pipelineEnded()
+            }
+        case .transform(let makeTransform):
+            let ports = component.blueprint.outputs
+            let read = Set(ports.filter { !consumers.consumers(of: component.id, output: $0).isEmpty })
+            let stage = TransformStage(
+                id: component.id, readOutputs: read,
+                transform: makeTransform(TransformContext(id: component.id, log: log, readOutputs: read)),
+                metrics: metrics)
+            let output: ChainOutput = ports.isEmpty ? .single(outputs[""]!) : .named(ports.map { outputs[$0]! })
+            return { [self] in await runTransforms([stage], input!, output, held!) }
+        case .sink(let makeSink):
+            let context = SinkContext(id: component.id, metrics: metrics, log: log, held: held!)
+            let sink = makeSink()
+            return { [self] in await runSink(sink, input!, context) }
         }
     }
 
@@ -169,7 +378,6 @@ public final class PipelineRunner: Sendable {
         for component in definition.components where component.kind != .source && fused[component.id] == nil {
             marks[component.id] = HeldMark()
         }
-        reloads.locked { [buffers] in $0.inputs = buffers }
         holders.locked { holders in
             for id in upstreamFirst() {
                 if let buffer = buffers[id] { holders.append { buffer.oldestHeldIngestNanos } }
@@ -178,7 +386,10 @@ public final class PipelineRunner: Sendable {
         }
         let periodic = Task { await reporter?.runPeriodically() }
         var sources: [any Source] = []
-        await withTaskGroup(of: Void.self) { group in
+        var running: [String: Running] = [:]
+        // Every component's task, made and registered before any starts, so that a reload finds them all.
+        var tasks: [@Sendable () async -> Void] = []
+        do {
             /// The edge out of `id` into its consumers' buffers; it counts what `id` sends.
             func output(of id: String) -> EventOutput {
                 EventOutput(targets: definition.consumers(of: id).map { buffers[$0]! }, metrics: metricsByID[id]!)
@@ -199,12 +410,18 @@ public final class PipelineRunner: Sendable {
                 let metrics = metricsByID[component.id]!
                 switch component.blueprint.maker {
                 case .source(let makeSource):
+                    let stop = sourceStop()
                     let context = SourceContext(
                         id: component.id, output: output(of: component.id), metrics: metrics, log: log,
-                        stop: stopSignal, finishedBefore: { [self] in heldSinceNanos() })
+                        stop: stop, finishedBefore: { [self] in heldSinceNanos() })
                     let source = makeSource()
                     sources.append(source)
-                    group.addTask { await self.runSource(source, context) }
+                    running[component.id] = Running(
+                        kind: .source, input: nil, outputs: ["": context.output], stop: stop, runsIn: nil)
+                    tasks.append {
+                        await self.runSource(source, context)
+                        self.ended(component.id)
+                    }
                 case .transform:
                     // This transform and those fused after it, in order.
                     var stages: [TransformStage] = []
@@ -229,14 +446,43 @@ public final class PipelineRunner: Sendable {
                     let input = buffers[component.id]!
                     let chainOutput = outputs(of: last)
                     let held = marks[component.id]!
-                    group.addTask { await self.runTransforms(stages, input, chainOutput, held) }
+                    for stage in stages {
+                        let own: [String: EventOutput]
+                        switch (stage.id == last.id, chainOutput) {
+                        case (false, _): own = [:]
+                        case (true, .single(let edge)): own = ["": edge]
+                        case (true, .named(let edges)):
+                            own = Dictionary(uniqueKeysWithValues: zip(last.blueprint.outputs, edges).map { ($0, $1) })
+                        }
+                        running[stage.id] = Running(
+                            kind: .transform, input: stage.id == component.id ? input : nil, outputs: own, stop: nil,
+                            runsIn: stage.id == component.id ? nil : component.id)
+                    }
+                    let ids = stages.map(\.id)
+                    tasks.append { [stages] in
+                        await self.runTransforms(stages, input, chainOutput, held)
+                        for id in ids { self.ended(id) }
+                    }
                 case .sink(let makeSink):
                     let input = buffers[component.id]!
                     let context = SinkContext(id: component.id, metrics: metrics, log: log, held: marks[component.id]!)
-                    group.addTask { await self.runSink(makeSink(), input, context) }
+                    running[component.id] = Running(kind: .sink, input: input, outputs: [:], stop: nil, runsIn: nil)
+                    tasks.append {
+                        await self.runSink(makeSink(), input, context)
+                        self.ended(component.id)
+                    }
                 }
             }
         }
+        live.locked { [running] in
+            $0.running = running
+            $0.started = true
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for task in tasks { group.addTask(operation: task) }
+        }
+        // What reloads added runs on until it drained too (a reload may add more while this waits).
+        while let next = live.locked({ $0.added.popLast() }) { await next.value }
         for source in sources { await source.pipelineEnded() }
         periodic.cancel()
         await periodic.value

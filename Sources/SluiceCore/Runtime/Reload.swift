@@ -1,8 +1,16 @@
-/// What a reload of the pipeline file changes in the running pipeline: the transforms and sinks whose options
-/// changed are replaced where they run, each at a batch boundary, so that every event is handled exactly once,
-/// by the old component or by the new one. What cannot be changed in place (a component added, removed or rewired,
-/// another type or buffer, a source's options) rejects the whole reload: the run goes on as it was.
+/// What a reload of the pipeline file changes in the running pipeline. New components start; removed ones stop
+/// after draining what they hold; a component that reads other inputs is connected to them (and disconnected from
+/// the old ones, which tell it they are done); a transform or sink whose options changed is replaced where it runs,
+/// at a batch boundary, so that every event is handled once, by the old component or by the new one. What cannot
+/// change in place (another type or buffer for a running component, a running source's options) rejects the whole
+/// reload: the run goes on as it was.
 public struct ReloadPlan: Sendable {
+    /// Components the new file adds.
+    public let added: [ComponentDefinition]
+    /// Components the new file no longer has, as the running pipeline defines them.
+    public let removed: [ComponentDefinition]
+    /// Running components that read other inputs now: as they run, and as the new file defines them.
+    public let rewired: [(running: ComponentDefinition, new: ComponentDefinition)]
     /// The transforms and sinks to replace, as the new file defines them.
     public let replaced: [ComponentDefinition]
     /// What the new file changes that needs a restart; when not empty, nothing is applied.
@@ -15,26 +23,19 @@ public struct ReloadPlan: Sendable {
         var rejections: [String] = []
         let before = Dictionary(old.components.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let after = Dictionary(new.components.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        for component in new.components where before[component.id] == nil {
-            rejections.append("\(component.kind.rawValue) '\(component.id)' is new")
-        }
-        for component in old.components where after[component.id] == nil {
-            rejections.append("\(component.kind.rawValue) '\(component.id)' was removed")
-        }
+        var rewired: [(running: ComponentDefinition, new: ComponentDefinition)] = []
         var replaced: [ComponentDefinition] = []
         for component in new.components {
             guard let running = before[component.id] else { continue }
-            let name = "\(component.kind.rawValue) '\(component.id)'"
+            let name = "\(running.kind.rawValue) '\(component.id)'"
             if running.kind != component.kind || running.typeName != component.typeName {
                 rejections.append("\(name) is now a \(component.typeName) \(component.kind.rawValue)")
                 continue
             }
-            if running.inputs != component.inputs {
-                rejections.append("\(name) reads other inputs")
-            }
             if running.buffer != component.buffer {
                 rejections.append("\(name) has another buffer")
             }
+            if running.inputs != component.inputs { rewired.append((running, component)) }
             guard running.writtenOptions != component.writtenOptions else { continue }
             if component.kind == .source {
                 rejections.append("\(name) has other options (a running source is kept as it is)")
@@ -45,9 +46,27 @@ public struct ReloadPlan: Sendable {
         var kept: [String] = []
         if old.metrics != new.metrics { kept.append("metrics") }
         if old.api != new.api { kept.append("api") }
-        self.replaced = rejections.isEmpty ? replaced : []
+        let applies = rejections.isEmpty
+        self.added = applies ? new.components.filter { before[$0.id] == nil } : []
+        self.removed = applies ? old.components.filter { after[$0.id] == nil } : []
+        self.rewired = applies ? rewired : []
+        self.replaced = applies ? replaced : []
         self.rejections = rejections
         self.kept = kept
+    }
+
+    /// True when the running pipeline already is what the new file defines.
+    public var changesNothing: Bool { added.isEmpty && removed.isEmpty && rewired.isEmpty && replaced.isEmpty }
+
+    /// What it changes, in one line: `added 'a'; removed 'b'; rewired 'c'; replaced 'd'`.
+    public var summary: String {
+        let parts: [(String, [String])] = [
+            ("added", added.map(\.id)), ("removed", removed.map(\.id)), ("rewired", rewired.map(\.new.id)),
+            ("replaced", replaced.map(\.id)),
+        ]
+        return parts.filter { !$0.1.isEmpty }.map { verb, ids in
+            verb + " " + ids.map { "'\($0)'" }.joined(separator: ", ")
+        }.joined(separator: "; ")
     }
 }
 

@@ -7,8 +7,8 @@ internal import Synchronization
 /// own second: the two series keep separate windows, so neither changes the other's rates.
 public final class MetricsReporter: Sendable {
     private let settings: MetricsSettings
-    private let components: [ComponentMetrics]
-    private let consumers: [String: [String]]
+    private let components: @Sendable () -> [ComponentMetrics]
+    private let consumers: @Sendable () -> [String: [String]]
     private let writer: OutputWriter
     private let startNanos: UInt64
     private let observer: (@Sendable (MetricsReport) -> Void)?
@@ -28,10 +28,23 @@ public final class MetricsReporter: Sendable {
 
     /// Reports on `components` to `writer`; `consumers` maps each id to the ids that read from it. `observer`, when
     /// given, sees a report every second and the final one; `reloads`, when given, says how reloads went.
-    public init(
+    public convenience init(
         settings: MetricsSettings, components: [ComponentMetrics], consumers: [String: [String]],
         writer: OutputWriter, startNanos: UInt64 = MonotonicClock.nanos(),
-        observer: (@Sendable (MetricsReport) -> Void)? = nil, reloads: (@Sendable () -> ReloadStatus)? = nil
+        observer: (@Sendable (MetricsReport) -> Void)? = nil
+    ) {
+        self.init(
+            settings: settings, currentComponents: { components }, currentConsumers: { consumers }, writer: writer,
+            startNanos: startNanos, observer: observer)
+    }
+
+    /// Reports on the components `currentComponents` gives at each report (a reload adds and removes some), read
+    /// by `currentConsumers`, to `writer`; `reloads`, when given, says how reloads went.
+    public init(
+        settings: MetricsSettings, currentComponents components: @escaping @Sendable () -> [ComponentMetrics],
+        currentConsumers consumers: @escaping @Sendable () -> [String: [String]], writer: OutputWriter,
+        startNanos: UInt64 = MonotonicClock.nanos(), observer: (@Sendable (MetricsReport) -> Void)? = nil,
+        reloads: (@Sendable () -> ReloadStatus)? = nil
     ) {
         self.settings = settings
         self.observer = observer
@@ -92,7 +105,7 @@ public final class MetricsReporter: Sendable {
     private func makeReport(final: Bool, now: UInt64, window: borrowing Mutex<Window>, advancing: Bool = true)
         -> MetricsReport
     {
-        let snapshots = components.map { $0.snapshot() }
+        let snapshots = components().map { $0.snapshot() }
         return window.locked { previous in
             let since = final ? startNanos : previous.nanos
             let seconds = max(1e-9, Double(now &- since) / 1e9)
@@ -105,7 +118,7 @@ public final class MetricsReporter: Sendable {
                 )
             }
             let bottleneck = MetricsReport.findBottleneck(
-                snapshots, previous: previous.snapshots, consumers: consumers)
+                snapshots, previous: previous.snapshots, consumers: consumers())
             if advancing {
                 previous = Window(
                     nanos: now, snapshots: Dictionary(snapshots.map { ($0.id, $0) }, uniquingKeysWith: { $1 }))
