@@ -49,6 +49,8 @@ public final class PipelineRunner: Sendable {
         var pending: [String: ComponentBlueprint.Maker] = [:]
         /// The tasks of components a reload added.
         var added: [Task<Void, Never>] = []
+        /// The sources a reload added: like those of the start, they keep positions until the pipeline drained.
+        var addedSources: [any Source] = []
         /// True once every component of the start is registered in `running`.
         var started = false
         var status = ReloadStatus()
@@ -254,9 +256,11 @@ public final class PipelineRunner: Sendable {
             let stop = component.kind == .source ? sourceStop() : nil
             state.running[component.id] = Running(
                 kind: component.kind, input: inputs[component.id], outputs: own, stop: stop, runsIn: nil)
-            start[component.id] = task(
+            let made = task(
                 for: component, metrics: metrics[component.id]!, input: inputs[component.id], outputs: own,
                 stop: stop, held: marks[component.id], consumers: new)
+            start[component.id] = made.body
+            if let source = made.source { state.addedSources.append(source) }
         }
         return start
     }
@@ -338,17 +342,14 @@ public final class PipelineRunner: Sendable {
     private func task(
         for component: ComponentDefinition, metrics: ComponentMetrics, input: EventBuffer?,
         outputs: [String: EventOutput], stop: StopSignal?, held: HeldMark?, consumers: PipelineDefinition
-    ) -> @Sendable () async -> Void {
+    ) -> (body: @Sendable () async -> Void, source: (any Source)?) {
         switch component.blueprint.maker {
         case .source(let makeSource):
             let context = SourceContext(
                 id: component.id, output: outputs[""]!, metrics: metrics, log: log, stop: stop!,
                 finishedBefore: { [self] in heldSinceNanos() })
             let source = makeSource()
-            return { [self] in
-                await runSource(source, context)
-                await source.pipelineEnded()
-            }
+            return ({ [self] in await runSource(source, context) }, source)
         case .transform(let makeTransform):
             let ports = component.blueprint.outputs
             let read = Set(ports.filter { !consumers.consumers(of: component.id, output: $0).isEmpty })
@@ -357,11 +358,11 @@ public final class PipelineRunner: Sendable {
                 transform: makeTransform(TransformContext(id: component.id, log: log, readOutputs: read)),
                 metrics: metrics)
             let output: ChainOutput = ports.isEmpty ? .single(outputs[""]!) : .named(ports.map { outputs[$0]! })
-            return { [self] in await runTransforms([stage], input!, output, held!) }
+            return ({ [self] in await runTransforms([stage], input!, output, held!) }, nil)
         case .sink(let makeSink):
             let context = SinkContext(id: component.id, metrics: metrics, log: log, held: held!)
             let sink = makeSink()
-            return { [self] in await runSink(sink, input!, context) }
+            return ({ [self] in await runSink(sink, input!, context) }, nil)
         }
     }
 
@@ -483,7 +484,7 @@ public final class PipelineRunner: Sendable {
         }
         // What reloads added runs on until it drained too (a reload may add more while this waits).
         while let next = live.locked({ $0.added.popLast() }) { await next.value }
-        for source in sources { await source.pipelineEnded() }
+        for source in sources + live.locked({ $0.addedSources }) { await source.pipelineEnded() }
         periodic.cancel()
         await periodic.value
         if let reporter { await reporter.writeFinal(reporter.makeReport(final: true)) }
