@@ -12,9 +12,8 @@ internal import Synchronization
 /// pipeline never waits on a client: live reports and tapped events go through each client's bounded queue.
 public final class APIServer: HTTPServerHandler {
     private let settings: APISettings
-    private let pipelineJSON: [UInt8]
-    private let taps: [String: TapPoint]
-    private let outputs: [String: [String]]
+    /// The pipeline as it runs now: a reload replaces it.
+    private let pipeline: Mutex<PipelineView>
     private let server = Mutex<HTTPServer?>(nil)
     private let state = Mutex(State())
 
@@ -24,17 +23,35 @@ public final class APIServer: HTTPServerHandler {
         var reportJSON: [UInt8] = []
         var stopping = false
         var live: Set<WebSocketConnection> = []
-        /// Each tap client's component and watch.
-        var taps: [WebSocketConnection: (component: String, watch: Int)] = [:]
+        /// Each tap client's tap point and watch.
+        var taps: [WebSocketConnection: (point: TapPoint, watch: Int)] = [:]
         var counters = APICounters()
+    }
+
+    /// What `/api/pipeline` and `/api/tap` know of the pipeline.
+    private struct PipelineView {
+        var json: [UInt8]
+        var taps: [String: TapPoint]
+        var outputs: [String: [String]]
+
+        init(_ definition: PipelineDefinition, metrics: [ComponentMetrics]) {
+            json = Array(JSONWriter.string(PipelineGraph(definition).json).utf8)
+            taps = Dictionary(uniqueKeysWithValues: metrics.map { ($0.id, $0.tap) })
+            outputs = Dictionary(uniqueKeysWithValues: definition.components.map { ($0.id, $0.blueprint.outputs) })
+        }
     }
 
     /// Prepares the API for `definition`, whose components' counters and taps are `metrics`.
     public init(settings: APISettings, definition: PipelineDefinition, metrics: [ComponentMetrics]) {
         self.settings = settings
-        pipelineJSON = Array(JSONWriter.string(PipelineGraph(definition).json).utf8)
-        taps = Dictionary(uniqueKeysWithValues: metrics.map { ($0.id, $0.tap) })
-        outputs = Dictionary(uniqueKeysWithValues: definition.components.map { ($0.id, $0.blueprint.outputs) })
+        pipeline = Mutex(PipelineView(definition, metrics: metrics))
+    }
+
+    /// A reload changed the pipeline: `/api/pipeline`, the graph and taps show `definition` from now on (taps already
+    /// open go on until their component ends).
+    public func pipelineChanged(_ definition: PipelineDefinition, metrics: [ComponentMetrics]) {
+        let view = PipelineView(definition, metrics: metrics)
+        pipeline.locked { $0 = view }
     }
 
     /// Starts listening (on `settings`' address, on a thread of its own); returns the URL of each listening socket,
@@ -114,7 +131,7 @@ public final class APIServer: HTTPServerHandler {
             let stopping = state.locked { $0.stopping }
             return Self.json(stopping ? 503 : 200, ["status": .string(stopping ? "stopping" : "ok")])
         case "/api/pipeline":
-            return HTTPResponse(status: 200, contentType: "application/json", body: pipelineJSON)
+            return HTTPResponse(status: 200, contentType: "application/json", body: pipeline.locked { $0.json })
         case "/api/metrics":
             let text = state.locked { $0.reportJSON }
             guard !text.isEmpty else { return Self.error(503, "no report yet") }
@@ -155,7 +172,9 @@ public final class APIServer: HTTPServerHandler {
             // The latest report at once: a new client has something to show before the next interval.
             if !latest.isEmpty { server?.send([latest], to: connection) }
         case "/api/tap":
-            guard case .success(let tap) = tapRequest(request.query), let point = taps[tap.component] else {
+            guard case .success(let tap) = tapRequest(request.query),
+                let point = pipeline.locked({ $0.taps[tap.component] })
+            else {
                 server?.close(connection)
                 return
             }
@@ -168,7 +187,7 @@ public final class APIServer: HTTPServerHandler {
                 self.state.locked { $0.counters.tapEventsSent += events.count }
                 if finished { server?.close(connection) }
             }
-            state.locked { $0.taps[connection] = (tap.component, watch) }
+            state.locked { $0.taps[connection] = (point, watch) }
         default:
             server?.close(connection)
         }
@@ -189,7 +208,7 @@ public final class APIServer: HTTPServerHandler {
             state.live.remove(connection)
             return state.taps.removeValue(forKey: connection)
         }
-        if let tap { taps[tap.component]?.unwatch(tap.watch) }
+        if let tap { tap.point.unwatch(tap.watch) }
     }
 
     // MARK: - Taps
@@ -207,11 +226,11 @@ public final class APIServer: HTTPServerHandler {
             return .failure(TapRequestError("'component' is missing: /api/tap?component=ID"))
         }
         let reference = InputReference(name)
-        guard let outputs = outputs[reference.id] else {
+        let (known, ids) = pipeline.locked { ($0.outputs[reference.id], $0.taps.keys.sorted()) }
+        guard let outputs = known else {
             return .failure(
                 TapRequestError(
-                    "unknown component '\(reference.id)'; the pipeline has: "
-                        + taps.keys.sorted().joined(separator: ", ")))
+                    "unknown component '\(reference.id)'; the pipeline has: " + ids.joined(separator: ", ")))
         }
         if let output = reference.output, !outputs.contains(output) {
             return .failure(

@@ -12,12 +12,18 @@ final class Reloader: Sendable {
     private let file: String
     private let environment: [String: String]
     private let runner: PipelineRunner
+    private let applied: @Sendable (PipelineDefinition) -> Void
     private let queue = DispatchQueue(label: "sluice.reload")
 
-    init(file: String, environment: [String: String], runner: PipelineRunner) {
+    /// Reloads `file` into `runner`; `applied` is told each definition a reload applied.
+    init(
+        file: String, environment: [String: String], runner: PipelineRunner,
+        applied: @escaping @Sendable (PipelineDefinition) -> Void
+    ) {
         self.file = file
         self.environment = environment
         self.runner = runner
+        self.applied = applied
     }
 
     /// Reloads soon, on the reloader's own queue; `reason` says what asked for it.
@@ -33,6 +39,7 @@ final class Reloader: Sendable {
             return
         }
         let reload = runner.reload(definition)
+        if reload.result == .applied { applied(definition) }
         switch reload.result {
         case .applied, .unchanged: log.info("reload (\(reason)): \(reload.result.rawValue): \(reload.message)")
         case .rejected, .invalid: log.warning("reload (\(reason)): \(reload.result.rawValue): \(reload.message)")

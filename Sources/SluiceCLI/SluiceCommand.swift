@@ -179,7 +179,9 @@ public enum SluiceCommand {
             api?.markStopping()
             runner.stop()
         }
-        let reloader = Reloader(file: file, environment: environment, runner: runner)
+        let reloader = Reloader(file: file, environment: environment, runner: runner) { definition in
+            api?.pipelineChanged(definition, metrics: runner.metrics)
+        }
         onReloadRequest { reloader.reload(because: "SIGHUP") }
         let watcher = watch ? Task { await reloader.watch() } : nil
         let outcome = await runner.run(reporter: reporter)

@@ -335,6 +335,36 @@ struct ReloadEndToEndTests {
         #expect(output.split(separator: "\n").count == 20)
         #expect(output.split(separator: "\n").allSatisfy { $0.hasSuffix(",\"x\":1,\"y\":2}") })
     }
+
+    /// The API shows the pipeline as a reload made it: `/api/pipeline` lists a sink the reload added, and the sink
+    /// can be tapped.
+    @Test func theAPIShowsThePipelineAReloadMade() throws {
+        let yaml = { (extra: String) in
+            """
+            sources: {sensors: {type: simulator, devices: 2, rate: 50, seed: 3}}
+            sinks:
+              out: {type: blackhole, inputs: [sensors]}
+              \(extra)
+            api: {listen: 127.0.0.1:0, token: "${SLUICE_TEST_TOKEN}"}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        }
+        let api = try APIPipeline(yaml(""))
+        defer { api.stop() }
+        func ids() throws -> [String] {
+            let body = try api.get("/api/pipeline", headers: api.bearer)["body"]?.stringValue ?? ""
+            guard case .array(let components)? = try JSONReader.parse(body)["components"] else { return [] }
+            return components.compactMap { $0["id"]?.stringValue }
+        }
+        #expect(try ids() == ["sensors", "out"])
+        try rewrite(api.pipeline, yaml("more: {type: blackhole, inputs: [sensors]}"))
+        kill(api.child.process.processIdentifier, SIGHUP)
+        #expect(api.child.waitForErrorText("applied: added 'more'"), "\(api.child.errorText)")
+        #expect(try ids() == ["sensors", "out", "more"])
+        let tap = try APIPeer.run(
+            ["tap", api.base, "/api/tap?component=more&limit=3&rate=100", "--token", APIPipeline.token])
+        #expect(tap["messages"]?.arrayValue?.count == 3, "\(tap)")
+    }
 }
 
 /// A test failure with a message, for guards.

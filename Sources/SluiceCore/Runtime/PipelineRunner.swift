@@ -135,25 +135,34 @@ public final class PipelineRunner: Sendable {
         return reload
     }
 
-    /// What a plan would change about transforms that run in another's task, which only a restart re-plans.
+    /// What a plan would change about transforms that run in another's task, which only a restart re-plans: a
+    /// fused transform has no input buffer of its own, and the transform before it no output of its own.
     private func fusedRejections(_ plan: ReloadPlan, _ running: [String: Running]) -> [String] {
         var rejections: [String] = []
-        func check(_ id: String, _ why: String) {
-            guard let component = running[id] else { return }
-            if let head = component.runsIn {
-                rejections.append("transform '\(id)' \(why), and it runs in the task of '\(head)'")
-            } else if component.kind == .transform, component.outputs.isEmpty {
-                rejections.append("transform '\(id)' \(why), and a transform runs in its task")
+        func checkReader(_ id: String, _ why: String) {
+            guard let head = running[id]?.runsIn else { return }
+            rejections.append("transform '\(id)' \(why), and it runs in the task of '\(head)'")
+        }
+        func checkFeeder(_ reference: String, _ why: String) {
+            let id = InputReference(reference).id
+            guard let component = running[id], component.kind == .transform, component.outputs.isEmpty else { return }
+            rejections.append("transform '\(id)' \(why), and the transform after it runs in its task")
+        }
+        for component in plan.removed {
+            checkReader(component.id, "was removed")
+            checkFeeder(component.id, "was removed")
+        }
+        for (running, new) in plan.rewired {
+            checkReader(running.id, "reads other inputs")
+            for input in running.inputs where !new.inputs.contains(input) {
+                checkFeeder(input, "no longer feeds '\(new.id)'")
+            }
+            for input in new.inputs where !running.inputs.contains(input) {
+                checkFeeder(input, "now feeds '\(new.id)'")
             }
         }
-        for component in plan.removed { check(component.id, "was removed") }
-        for (running, new) in plan.rewired {
-            check(running.id, "reads other inputs")
-            let changed = Set(running.inputs).symmetricDifference(new.inputs)
-            for input in changed { check(InputReference(input).id, "feeds '\(running.id)' no more or anew") }
-        }
         for component in plan.added {
-            for input in component.inputs { check(InputReference(input).id, "feeds the new '\(component.id)'") }
+            for input in component.inputs { checkFeeder(input, "now feeds the new '\(component.id)'") }
         }
         return rejections
     }
