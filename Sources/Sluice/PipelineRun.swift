@@ -30,7 +30,7 @@ public struct PipelineRun: Sendable {
         return PipelineOutput(port: port)
     }
 
-    /// Every component's counters since the run began (rates over the whole run).
+    /// Every component's counters since the run began, with rates since the previous call (or the start).
     public func report() -> MetricsReport { reporter.makeReport(final: false) }
 
     /// Asks every source to stop; what they already sent still drains.
