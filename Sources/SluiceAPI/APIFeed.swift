@@ -12,13 +12,27 @@ public enum APIFeedEvent: Sendable {
 }
 
 /// A WebSocket feed of a running pipeline's API, for `sluice top` and `sluice tap`.
-public enum APIFeed {
+///
+/// Its connection runs on a thread of its own, which frees the connection's sockets and TLS state when it ends:
+/// ``close()`` waits for that, so that a command never exits while the thread is still freeing them (the process's
+/// exit handlers tear down OpenSSL's global state, and the thread would then crash in it).
+public final class APIFeed: Sendable {
+    /// The feed's events, in order; it ends when the connection has ended.
+    public let events: AsyncStream<APIFeedEvent>
+    private let client: WebSocketClient
+    /// Passes the client's events on; it ends once the client's thread has ended.
+    private let pump: Task<Void, Never>
+
+    private init(events: AsyncStream<APIFeedEvent>, client: WebSocketClient, pump: Task<Void, Never>) {
+        self.events = events
+        self.client = client
+        self.pump = pump
+    }
+
     /// Connects to `path` (with its query) of the API at `base` (`http://127.0.0.1:8686`, or a bare
     /// `HOST:PORT`), sending `token` as a bearer token. A feed that `reconnects` keeps trying while the pipeline is
-    /// away; one that does not ends at its first close or failure. Ending the stream's iteration disconnects.
-    public static func open(base: String, path: String, token: String?, reconnects: Bool) throws(APIError)
-        -> AsyncStream<APIFeedEvent>
-    {
+    /// away; one that does not ends at its first close or failure.
+    public static func open(base: String, path: String, token: String?, reconnects: Bool) throws(APIError) -> APIFeed {
         var address = base
         for scheme in ["http://", "ws://"] where address.hasPrefix(scheme) { address.removeFirst(scheme.count) }
         while address.hasSuffix("/") { address.removeLast() }
@@ -37,6 +51,7 @@ public enum APIFeed {
             throw APIError(message: error.message)
         }
         let pump = Task {
+            // Not cancelled: it runs until the client's events end, after its thread freed the connection.
             for await event in client.events {
                 switch event {
                 case .messages(let messages):
@@ -53,11 +68,14 @@ public enum APIFeed {
             }
             continuation.finish()
         }
-        continuation.onTermination = { _ in
-            client.stop()
-            pump.cancel()
-        }
-        return stream
+        continuation.onTermination = { _ in client.stop() }
+        return APIFeed(events: stream, client: client, pump: pump)
+    }
+
+    /// Disconnects (with 1000), and returns once the connection's thread has ended.
+    public func close() async {
+        client.stop()
+        await pump.value
     }
 }
 

@@ -199,7 +199,7 @@ public enum SluiceCommand {
         _ component: String, api: APIAddress, limit: Int, rate: Double,
         onStopRequest: (@escaping @Sendable () -> Void) -> Void
     ) async -> ExitCode {
-        let feed: AsyncStream<APIFeedEvent>
+        let feed: APIFeed
         do {
             feed = try APIFeed.open(
                 base: api.base, path: "/api/tap?component=\(component)&limit=\(limit)&rate=\(rate)", token: api.token,
@@ -210,7 +210,7 @@ public enum SluiceCommand {
         }
         let loop = Task {
             var received = 0
-            for await event in feed {
+            for await event in feed.events {
                 switch event {
                 case .message(let text):
                     received += 1
@@ -232,6 +232,7 @@ public enum SluiceCommand {
         }
         onStopRequest { loop.cancel() }
         let code = await loop.value
+        await feed.close()
         await standardOutput.drain()
         return code
     }

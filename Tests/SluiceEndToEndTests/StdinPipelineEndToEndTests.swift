@@ -54,7 +54,8 @@ struct StdinPipelineEndToEndTests {
         #expect(sink.int("sent_events_total") == count)
         #expect(sink.int("buffer", "high_water_events") ?? .max <= 1000)
         if case .double(let blocked)? = sink["buffer"]?["blocked_secs_total"] {
-            #expect(blocked > 0)
+            // Under a sanitizer Sluice itself can be slower than the slow reader, so that nothing waits.
+            #expect(underSanitizer || blocked > 0)
         } else {
             Issue.record("no blocked time in the final report")
         }

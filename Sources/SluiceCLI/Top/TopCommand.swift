@@ -12,7 +12,7 @@ internal import Synchronization
 enum TopCommand {
     static func run(_ api: APIAddress, onStopRequest: (@escaping @Sendable () -> Void) -> Void) async -> ExitCode {
         let interactive = isatty(1) == 1 && isatty(0) == 1
-        let feed: AsyncStream<APIFeedEvent>
+        let feed: APIFeed
         do {
             // In a terminal it waits for the pipeline and survives its restarts; in a pipe it ends with it.
             feed = try APIFeed.open(base: api.base, path: "/api/live", token: api.token, reconnects: interactive)
@@ -38,7 +38,7 @@ enum TopCommand {
                 }
             }
             if terminal != nil { await draw() }
-            for await event in feed {
+            for await event in feed.events {
                 switch event {
                 case .message(let text):
                     report = try? JSONReader.parse(text)
@@ -60,6 +60,7 @@ enum TopCommand {
         onStopRequest(stop)
         terminal?.enter(onQuit: stop)
         let outcome = await loop.value
+        await feed.close()
         if let terminal {
             try? await output.write(Array(Terminal.leaveSequence.utf8))
             terminal.restore()
