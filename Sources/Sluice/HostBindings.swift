@@ -15,6 +15,8 @@ final class HostBindings: Sendable {
 
     /// Lets every output's sink go: the host reads no more. True when one of them had not ended yet.
     func releaseOutputs() -> Bool {
-        outputs.values.reduce(false) { $0 || $1.release() }
+        // Every port is released: `||` would stop at the first that had not ended and leave the others' sinks
+        // waiting for ever.
+        outputs.values.map { $0.release() }.contains(true)
     }
 }

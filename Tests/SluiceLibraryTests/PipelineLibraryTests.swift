@@ -1,3 +1,4 @@
+import Dispatch
 import Sluice
 import Synchronization
 import Testing
@@ -112,6 +113,29 @@ struct PipelineLibraryTests {
         #expect(sink.received == source.sent)
         #expect(sink.sent + sink.discarded[.error] == sink.received)
         #expect(sink.discarded[.error] >= 1, "what the host did not read is counted")
+    }
+
+    /// A body that leaves two outputs unread lets both go: the run ends, and what each held is counted.
+    @Test func everyOutputTheBodyLeavesIsLetGo() async throws {
+        let pipeline = try Pipeline(
+            yaml: """
+                sources: {in: {type: host}}
+                sinks:
+                  left: {type: host, inputs: [in]}
+                  right: {type: host, inputs: [in]}
+                """)
+        // An output left holding its sink would keep the run from ever ending: wait a bounded time for it.
+        let ended = await FirstOf<PipelineResult>.result(orAfterSeconds: 60) {
+            try? await pipeline.run(inputs: ["in": .events(EndlessReadings(pulled: Counter()))]) { run in
+                var left = run.output("left").makeAsyncIterator()
+                _ = await left.next()
+            }
+        }
+        let result = try #require(ended, "the run did not end")
+        for id in ["left", "right"] {
+            let sink = try component(id, in: result.report)
+            #expect(sink.sent + sink.discarded[.error] == sink.received, "\(id)")
+        }
     }
 
     @Test func cancellingTheRunningTaskStopsTheSourcesAndDrains() async throws {
@@ -240,6 +264,33 @@ struct EndlessReadings: AsyncSequence, Sendable {
             pulled.increment()
             next += 1
             return PipelineLibraryTests.reading(next)
+        }
+    }
+}
+
+/// The result of `operation`, or `nil` if it has not come within a number of seconds: a wait that cannot hang
+/// the test run, even when the operation never ends (it is then left running).
+enum FirstOf<Value: Sendable> {
+    /// Lets only the first of the operation and the timer resume the waiting test.
+    private final class Once: Sendable {
+        private let done = Atomic(false)
+        func first() -> Bool {
+            done.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        }
+    }
+
+    static func result(orAfterSeconds seconds: Double, _ operation: @escaping @Sendable () async -> Value?) async
+        -> Value?
+    {
+        await withCheckedContinuation { continuation in
+            let once = Once()
+            Task {
+                let value = await operation()
+                if once.first() { continuation.resume(returning: value) }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                if once.first() { continuation.resume(returning: nil) }
+            }
         }
     }
 }
