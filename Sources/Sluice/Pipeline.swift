@@ -57,7 +57,8 @@ public struct Pipeline: Sendable {
 
     /// The ids of the `host` components of `kind`.
     public func hostComponents(_ kind: ComponentKind) -> [String] {
-        definition.components.filter { $0.kind == kind && $0.typeName == "host" }.map(\.id)
+        let host = kind == .source ? HostInputSourceConfig.typeName : HostOutputSinkConfig.typeName
+        return definition.components.filter { $0.kind == kind && $0.typeName == host }.map(\.id)
     }
 
     /// Runs the pipeline, feeding each `host` source from `inputs` (by id; every host source needs one), while
@@ -82,14 +83,15 @@ public struct Pipeline: Sendable {
                 message: "inputs names '\(id)', which is not a host source; host sources: "
                     + (sources.isEmpty ? "none" : sources.joined(separator: ", ")))
         }
-        let bindings = HostBindings(inputs: inputs, outputIDs: hostComponents(.sink))
+        let outputIDs = hostComponents(.sink)
+        let bindings = HostBindings(inputs: inputs, outputIDs: outputIDs)
         // Read again with this run's bindings; the text was valid a moment ago and still is.
         let loaded = PipelineLoader(catalog: Self.catalog(for: bindings), environment: environment).load(text)
         guard let definition = loaded.definition else {
             throw PipelineError(diagnostics: loaded.diagnostics, source: text)
         }
         let runner = PipelineRunner(definition: definition, log: log)
-        let run = PipelineRun(runner: runner, bindings: bindings, outputIDs: hostComponents(.sink))
+        let run = PipelineRun(runner: runner, bindings: bindings, outputIDs: outputIDs)
         async let outcome = runner.run(reporter: nil)
         var thrown: (any Error)?
         do {

@@ -13,7 +13,7 @@ enum PipelineTestCommand {
         var invalid = false
         var withoutTests: [String] = []
         for file in files {
-            guard let definition = SluiceCommand.load(file, environment: environment) else {
+            guard let (definition, lines) = SluiceCommand.loadWithLines(file, environment: environment) else {
                 invalid = true
                 continue
             }
@@ -22,7 +22,6 @@ enum PipelineTestCommand {
                 withoutTests.append(file)
                 continue
             }
-            let lines = (SluiceCommand.readFile(file) ?? "").split(separator: "\n", omittingEmptySubsequences: false)
             let runner = PipelineTestRunner(definition: definition)
             for test in definition.tests {
                 let result = runner.run(test)

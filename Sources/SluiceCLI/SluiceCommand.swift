@@ -118,6 +118,14 @@ public enum SluiceCommand {
 
     /// Reads and validates `file`, printing its diagnostics to standard error.
     static func load(_ file: String, environment: [String: String]) -> PipelineDefinition? {
+        loadWithLines(file, environment: environment)?.definition
+    }
+
+    /// ``load(_:environment:)``, with the file's lines for messages about it; `nil` when it cannot be read or is
+    /// not valid.
+    static func loadWithLines(_ file: String, environment: [String: String])
+        -> (definition: PipelineDefinition, lines: [Substring])?
+    {
         guard let text = readFile(file) else {
             printError("\(file): error: cannot read the file: \(String(cString: strerror(errno)))")
             return nil
@@ -128,7 +136,7 @@ public enum SluiceCommand {
         for diagnostic in result.diagnostics {
             printError(diagnostic.rendered(path: file, sourceLines: lines))
         }
-        return result.definition
+        return result.definition.map { ($0, lines) }
     }
 
     // MARK: - run
@@ -239,7 +247,7 @@ public enum SluiceCommand {
 
     // MARK: - Helpers
 
-    static func readFile(_ path: String) -> String? {
+    private static func readFile(_ path: String) -> String? {
         (try? FileContents.read(path)).map { String(decoding: $0, as: UTF8.self) }
     }
 

@@ -21,6 +21,11 @@ public struct PipelineDefinition: Sendable {
         components.filter { $0.inputs.contains { InputReference($0).id == id } }.map(\.id)
     }
 
+    /// The named outputs of `component` that some component reads (``TransformContext/readOutputs``).
+    func readOutputs(of component: ComponentDefinition) -> Set<String> {
+        Set(component.blueprint.outputs.filter { !consumers(of: component.id, output: $0).isEmpty })
+    }
+
     /// The ids of the components reachable from `starts` (themselves included), each after every reachable
     /// component it reads from.
     func upstreamFirst(from starts: [String]) -> [String] {
@@ -51,6 +56,27 @@ public struct InputReference: Sendable, Hashable {
         } else {
             id = text
             output = nil
+        }
+    }
+}
+
+extension InputReference {
+    /// What is wrong with this reference to a component whose named outputs are `named`, as a message and a note
+    /// that say what to `verb` instead (`read`, `check`); `nil` when it names an output that exists, or names none
+    /// of a component that has none.
+    func outputProblem(named: [String], verb: String) -> (message: String, note: String)? {
+        let shown = named.map { "\(id).\($0)" }
+        switch output {
+        case nil where !named.isEmpty:
+            return (
+                "'\(id)' has named outputs; \(verb) one of them", "expected one of: " + shown.joined(separator: ", ")
+            )
+        case let output? where named.isEmpty:
+            return ("'\(id)' has no output named '\(output)'", "only a route has named outputs; \(verb) '\(id)'")
+        case let output? where !named.contains(output):
+            return ("unknown output '\(output)' of '\(id)'", Suggestion.expectedOneOf(shown, given: "\(id).\(output)"))
+        default:
+            return nil
         }
     }
 }

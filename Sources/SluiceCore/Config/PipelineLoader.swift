@@ -315,22 +315,8 @@ private final class Reader {
                 }
                 // Named outputs, once the target's options were read (else its own errors say what is wrong).
                 guard target.kind != .sink, let named = outputs[reference.id] ?? nil else { continue }
-                let shown = named.map { "\(reference.id).\($0)" }
-                switch reference.output {
-                case nil where !named.isEmpty:
-                    log.error(
-                        "'\(reference.id)' has named outputs; read one of them", at: mark,
-                        notes: ["expected one of: " + shown.joined(separator: ", ")])
-                case let output? where named.isEmpty:
-                    log.error(
-                        "'\(reference.id)' has no output named '\(output)'", at: mark,
-                        notes: ["only a route has named outputs; read '\(reference.id)'"])
-                case let output? where !named.contains(output):
-                    log.error(
-                        "unknown output '\(output)' of '\(reference.id)'", at: mark,
-                        notes: [Suggestion.expectedOneOf(shown, given: input)])
-                default:
-                    break
+                if let problem = reference.outputProblem(named: named, verb: "read") {
+                    log.error(problem.message, at: mark, notes: [problem.note])
                 }
             }
         }

@@ -125,23 +125,10 @@ struct PipelineTestReader {
                 ])
             return
         }
-        guard let named = component.outputs else { return }
-        switch parsed.output {
-        case nil where !named.isEmpty:
-            log.error(
-                "'\(parsed.id)' has named outputs; check one of them", at: reference.mark,
-                notes: ["expected one of: " + named.map { "\(parsed.id).\($0)" }.joined(separator: ", ")])
-        case let output? where !named.contains(output):
-            log.error(
-                "'\(parsed.id)' has no output named '\(output)'", at: reference.mark,
-                notes: [
-                    named.isEmpty
-                        ? "only a route has named outputs; check '\(parsed.id)'"
-                        : "expected one of: " + named.map { "\(parsed.id).\($0)" }.joined(separator: ", ")
-                ])
-        default:
-            break
+        guard let named = component.outputs, let problem = parsed.outputProblem(named: named, verb: "check") else {
+            return
         }
+        log.error(problem.message, at: reference.mark, notes: [problem.note])
     }
 
     /// A checked component must be one the inserted events can reach, or the check could never fail (or pass).

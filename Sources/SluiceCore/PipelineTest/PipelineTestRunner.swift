@@ -41,8 +41,7 @@ public struct PipelineTestRunner: Sendable {
                 continue
             }
             let ports = component.blueprint.outputs
-            let read = Set(
-                ports.filter { !definition.consumers(of: id, output: $0).isEmpty || checked.contains("\(id).\($0)") })
+            let read = definition.readOutputs(of: component).union(ports.filter { checked.contains("\(id).\($0)") })
             var transform = makeTransform(TransformContext(id: id, log: log, readOutputs: read))
             var batch = pending[id] ?? []
             let received = batch.count

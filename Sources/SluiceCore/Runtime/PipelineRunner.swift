@@ -267,7 +267,7 @@ public final class PipelineRunner: Sendable {
                 kind: component.kind, input: inputs[component.id], outputs: own, stop: stop, runsIn: nil)
             let made = task(
                 for: component, metrics: metrics[component.id]!, input: inputs[component.id], outputs: own,
-                stop: stop, held: marks[component.id], consumers: new)
+                stop: stop, held: marks[component.id], in: new)
             start[component.id] = made.body
             if let source = made.source { state.addedSources.append(source) }
         }
@@ -347,10 +347,11 @@ public final class PipelineRunner: Sendable {
         }
     }
 
-    /// The task that runs `component`: a source, a sink, or a transform on its own (what a reload adds).
+    /// The task that runs `component`: a source, a sink, or a transform on its own (what a reload adds; at the start,
+    /// chains of transforms are made in ``runToEnd(reporter:)``), and the source it runs, if it is one.
     private func task(
         for component: ComponentDefinition, metrics: ComponentMetrics, input: EventBuffer?,
-        outputs: [String: EventOutput], stop: StopSignal?, held: HeldMark?, consumers: PipelineDefinition
+        outputs: [String: EventOutput], stop: StopSignal?, held: HeldMark?, in pipeline: PipelineDefinition
     ) -> (body: @Sendable () async -> Void, source: (any Source)?) {
         switch component.blueprint.maker {
         case .source(let makeSource):
@@ -361,7 +362,7 @@ public final class PipelineRunner: Sendable {
             return ({ [self] in await runSource(source, context) }, source)
         case .transform(let makeTransform):
             let ports = component.blueprint.outputs
-            let read = Set(ports.filter { !consumers.consumers(of: component.id, output: $0).isEmpty })
+            let read = pipeline.readOutputs(of: component)
             let stage = TransformStage(
                 id: component.id, readOutputs: read,
                 transform: makeTransform(TransformContext(id: component.id, log: log, readOutputs: read)),
@@ -419,17 +420,17 @@ public final class PipelineRunner: Sendable {
             for component in definition.components where fused[component.id] == nil {
                 let metrics = metricsByID[component.id]!
                 switch component.blueprint.maker {
-                case .source(let makeSource):
+                case .source:
                     let stop = sourceStop()
-                    let context = SourceContext(
-                        id: component.id, output: output(of: component.id), metrics: metrics, log: log,
-                        stop: stop, finishedBefore: { [self] in heldSinceNanos() })
-                    let source = makeSource()
-                    sources.append(source)
+                    let outputs = ["": output(of: component.id)]
+                    let made = task(
+                        for: component, metrics: metrics, input: nil, outputs: outputs, stop: stop, held: nil,
+                        in: definition)
+                    if let source = made.source { sources.append(source) }
                     running[component.id] = Running(
-                        kind: .source, input: nil, outputs: ["": context.output], stop: stop, runsIn: nil)
+                        kind: .source, input: nil, outputs: outputs, stop: stop, runsIn: nil)
                     tasks.append {
-                        await self.runSource(source, context)
+                        await made.body()
                         self.ended(component.id)
                     }
                 case .transform:
@@ -438,10 +439,7 @@ public final class PipelineRunner: Sendable {
                     var member: ComponentDefinition? = component
                     var last = component
                     while let current = member, case .transform(let makeTransform) = current.blueprint.maker {
-                        let read = Set(
-                            current.blueprint.outputs.filter {
-                                !definition.consumers(of: current.id, output: $0).isEmpty
-                            })
+                        let read = definition.readOutputs(of: current)
                         let transform = makeTransform(TransformContext(id: current.id, log: log, readOutputs: read))
                         stages.append(
                             TransformStage(
@@ -473,12 +471,14 @@ public final class PipelineRunner: Sendable {
                         await self.runTransforms(stages, input, chainOutput, held)
                         for id in ids { self.ended(id) }
                     }
-                case .sink(let makeSink):
+                case .sink:
                     let input = buffers[component.id]!
-                    let context = SinkContext(id: component.id, metrics: metrics, log: log, held: marks[component.id]!)
+                    let made = task(
+                        for: component, metrics: metrics, input: input, outputs: [:], stop: nil,
+                        held: marks[component.id]!, in: definition)
                     running[component.id] = Running(kind: .sink, input: input, outputs: [:], stop: nil, runsIn: nil)
                     tasks.append {
-                        await self.runSink(makeSink(), input, context)
+                        await made.body()
                         self.ended(component.id)
                     }
                 }

@@ -27,7 +27,7 @@ public final class MetricsReporter: Sendable {
     public static let observerIntervalSecs = 1.0
 
     /// Reports on `components` to `writer`; `consumers` maps each id to the ids that read from it. `observer`, when
-    /// given, sees a report every second and the final one; `reloads`, when given, says how reloads went.
+    /// given, sees a report every second and the final one.
     public convenience init(
         settings: MetricsSettings, components: [ComponentMetrics], consumers: [String: [String]],
         writer: OutputWriter, startNanos: UInt64 = MonotonicClock.nanos(),
