@@ -69,7 +69,7 @@ let package = Package(
             name: "SluiceCLI",
             dependencies: ["SluiceCore", "SluiceSources", "SluiceTransforms", "SluiceSinks", "SluiceAPI"]
         ),
-        .executableTarget(name: "sluice", dependencies: ["SluiceCLI"]),
+        .executableTarget(name: "sluice", dependencies: ["SluiceCLI", "SluiceSync"]),
         .target(
             name: "Sluice",
             dependencies: ["SluiceCore", "SluiceSync", "SluiceSources", "SluiceTransforms", "SluiceSinks"]),

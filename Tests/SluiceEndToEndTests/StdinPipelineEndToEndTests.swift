@@ -230,6 +230,37 @@ struct StdinPipelineEndToEndTests {
         #expect(child.waitForExit() == 0)
     }
 
+    /// A SIGTERM sent as soon as the process has set what SIGTERM does (caught or ignored, as /proc shows it), while
+    /// the run is still starting, is acted on: the process ends, never ignores it, even on stdin that never ends.
+    /// Dispatch signal sources, registered asynchronously after the signal was set to be ignored, lost such a one.
+    @Test func aSignalWhileStartingIsNeverIgnored() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
+        defer { pipeline.remove() }
+        for attempt in 0..<10 {
+            let child = SluiceProcess(["run", pipeline.path])
+            try child.start()
+            defer { child.killIfRunning() }
+            let pid = child.process.processIdentifier
+            let handled = UInt64(1) << (SIGTERM - 1)
+            var looks = 0
+            while looks < 200_000,
+                (Self.signalMask("SigCgt", of: pid) | Self.signalMask("SigIgn", of: pid)) & handled == 0
+            {
+                looks += 1
+            }
+            kill(pid, SIGTERM)
+            #expect(child.waitForExit(seconds: 20) != nil, "attempt \(attempt) still runs")
+        }
+    }
+
+    /// A signal set from /proc/PID/status (`SigCgt`, `SigIgn`, ...), as a bit mask; 0 once the process is gone.
+    static func signalMask(_ field: String, of pid: Int32) -> UInt64 {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
+        else { return 0 }
+        return UInt64(line.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces), radix: 16) ?? 0
+    }
+
     @Test func aSecondSignalExitsAtOnceWith130() throws {
         let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
         defer { pipeline.remove() }
