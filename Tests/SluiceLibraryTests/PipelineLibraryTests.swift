@@ -93,8 +93,9 @@ struct PipelineLibraryTests {
         let result = try await pipeline.run(inputs: ["in": .events(endless)]) { run in
             var iterator = run.output("out").makeAsyncIterator()
             _ = await iterator.next()
-            // The source parks on the full buffer: look until it has (bounded), then at what it pulled.
-            let deadline = ContinuousClock.now + .seconds(30)
+            // The source parks on the full buffer: look until it has (bounded, far beyond what a starved pool
+            // delays it by: see `FirstOf`), then at what it pulled.
+            let deadline = ContinuousClock.now + .seconds(300)
             while ContinuousClock.now < deadline {
                 let buffer = run.report().components.first { $0.id == "out" }?.buffer
                 if buffer?.producersBlocked == 1 {
@@ -125,7 +126,7 @@ struct PipelineLibraryTests {
                   right: {type: host, inputs: [in]}
                 """)
         // An output left holding its sink would keep the run from ever ending: wait a bounded time for it.
-        let ended = await FirstOf<PipelineResult>.result(orAfterSeconds: 60) {
+        let ended = await FirstOf<PipelineResult>.result(orAfterSeconds: 300) {
             try? await pipeline.run(inputs: ["in": .events(EndlessReadings(pulled: Counter()))]) { run in
                 var left = run.output("left").makeAsyncIterator()
                 _ = await left.next()
@@ -269,7 +270,10 @@ struct EndlessReadings: AsyncSequence, Sendable {
 }
 
 /// The result of `operation`, or `nil` if it has not come within a number of seconds: a wait that cannot hang
-/// the test run, even when the operation never ends (it is then left running).
+/// the test run, even when the operation never ends (it is then left running). The bound only turns a hang into a
+/// failure; it must be far beyond how long a healthy operation is starved: in the whole test run, the end-to-end
+/// tests' blocking waits hold both threads of Swift's cooperative pool for tens of seconds at a time, and a run
+/// here that takes milliseconds alone once took 65 s.
 enum FirstOf<Value: Sendable> {
     /// Lets only the first of the operation and the timer resume the waiting test.
     private final class Once: Sendable {
