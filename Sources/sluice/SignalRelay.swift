@@ -41,6 +41,12 @@ enum SignalRelay {
         _ = fcntl(ends[1], F_SETFL, O_NONBLOCK)
         writeEnd = ends[1]
         let readEnd = ends[0]
+        // A parent may have started us with these blocked (a thread of a test runner, say); the relay thread inherits
+        // this thread's mask, and either may take them.
+        var handled = sigset_t()
+        sigemptyset(&handled)
+        for number in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&handled, number) }
+        pthread_sigmask(SIG_UNBLOCK, &handled, nil)
         do {
             try ServiceThread.start { relay(from: readEnd) }
         } catch {

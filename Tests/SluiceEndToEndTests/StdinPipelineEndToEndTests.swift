@@ -253,9 +253,39 @@ struct StdinPipelineEndToEndTests {
         }
     }
 
-    /// A signal set from /proc/PID/status (`SigCgt`, `SigIgn`, ...), as a bit mask; 0 once the process is gone.
-    static func signalMask(_ field: String, of pid: Int32) -> UInt64 {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+    /// A SIGHUP reloads whichever thread of the process it is delivered to: each thread that does not block it is
+    /// aimed at in turn (kill(2) with a thread id prefers that thread). A handler made in main.swift's top-level
+    /// code checked that it ran on the main thread and crashed elsewhere.
+    @Test func aSignalIsActedOnWhicheverThreadTakesIt() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(policy: "block", interval: "0"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        child.feed(sensorChunks(count: Int.max))
+        #expect(child.readChunk() != nil, "the run is under way")
+        let pid = child.process.processIdentifier
+        let hangUp = UInt64(1) << (SIGHUP - 1)
+        let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [])
+            .compactMap { Int32($0) }
+            .filter { Self.signalMask("SigBlk", of: pid, thread: $0) & hangUp == 0 }
+        #expect(threads.count >= 2, "the main thread and the relay's at least: \(threads)")
+        for (index, thread) in threads.enumerated() {
+            kill(thread, SIGHUP)
+            #expect(
+                child.waitForErrorText("reload (SIGHUP): unchanged: no component changed", times: index + 1),
+                "thread \(thread): \(child.errorText)")
+        }
+        kill(pid, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+    }
+
+    /// A signal set from /proc/PID/status (`SigCgt`, `SigIgn`, ...), or that of one of its threads, as a bit mask;
+    /// 0 once the process is gone.
+    static func signalMask(_ field: String, of pid: Int32, thread: Int32? = nil) -> UInt64 {
+        let path = thread.map { "/proc/\(pid)/task/\($0)/status" } ?? "/proc/\(pid)/status"
+        guard let status = try? String(contentsOfFile: path, encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
         else { return 0 }
         return UInt64(line.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces), radix: 16) ?? 0

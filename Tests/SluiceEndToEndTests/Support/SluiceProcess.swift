@@ -123,11 +123,12 @@ final class SluiceProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    /// Waits, at most `seconds`, until stderr contains `text`; true if it did.
-    func waitForErrorText(_ text: String, seconds: Double = 30) -> Bool {
+    /// Waits, at most `seconds`, until stderr contains `text` (`times` times); true if it did.
+    func waitForErrorText(_ text: String, times: Int = 1, seconds: Double = 30) -> Bool {
         let deadline = DispatchTime.now() + seconds
-        while !errorText.contains(text) {
-            if stderrArrived.wait(timeout: deadline) == .timedOut { return errorText.contains(text) }
+        func found() -> Bool { errorText.components(separatedBy: text).count > times }
+        while !found() {
+            if stderrArrived.wait(timeout: deadline) == .timedOut { return found() }
         }
         return true
     }
