@@ -108,6 +108,35 @@ struct KafkaEndToEndTests {
         #expect(try again.finalComponent("in")?.int("received_events_total") == 0)
     }
 
+    /// A reload that gives the source new options: the old consumer commits what it finished and leaves the group,
+    /// the new one joins it and goes on from the committed offsets. Nothing is read twice or skipped, and the
+    /// counters go on.
+    @Test func aReplacedSourceGoesOnFromTheCommittedOffsets() throws {
+        let peer = try KafkaPeer()
+        defer { peer.stop() }
+        #expect(try peer.ask("produce in 50000")["produced"] as? Int == 50_000)
+        let yaml = Self.copyPipeline(group: "replaced")
+        let pipeline = try TemporaryPipeline(yaml)
+        defer { pipeline.remove() }
+        let child = try Self.start(pipeline, peer)
+        defer { child.killIfRunning() }
+        #expect(Self.waitForReport(pipeline, "out") { $0.int("sent_events_total") == 50_000 })
+        try ReloadEndToEndTests().rewrite(
+            pipeline, yaml.replacingOccurrences(of: "commit_interval_ms: 200", with: "commit_interval_ms: 300"))
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(child.waitForErrorText("applied: replaced 'in'"), "\(child.errorText)")
+        #expect(try peer.ask("produce in 50000 10 50000")["produced"] as? Int == 50_000)
+        let check = try peer.ask("check out 100000 60")
+        #expect(check["count"] as? Int == 100_000)
+        #expect(check["distinct"] as? Int == 100_000)
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        #expect(try peer.ask("committed replaced in")["sum"] as? Int == 100_000)
+        let source = try #require(try pipeline.finalComponent("in"))
+        #expect(source.int("received_events_total") == 100_000)
+        #expect(source.balances)
+    }
+
     /// Three processes in one group share 32 partitions (8 topics); one is killed (SIGKILL) and one stopped
     /// (SIGTERM) mid-run, and the last one takes their partitions over: every event comes out at least once. The
     /// output topic is chosen per event by a template (`out-{.lane}`).

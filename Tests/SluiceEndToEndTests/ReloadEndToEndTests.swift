@@ -153,15 +153,14 @@ struct ReloadEndToEndTests {
         #expect(child.errorText.contains("\(pipeline.path):2:1: error: invalid YAML"), "\(child.errorText)")
         phases[0].signal()
         readUntil(18)
-        // Valid, but another buffer for a running sink needs a restart: nothing changes, not even the condition.
+        // Valid, but another type for a running sink needs a restart: nothing changes, not even the condition.
         try rewrite(
             pipeline,
-            Self.pipeline(condition: ".n % 5 == 0")
-                .replacingOccurrences(
-                    of: "max_events: 1000, when_full: block", with: "max_events: 10, when_full: block"))
+            Self.pipeline(condition: ".n % 5 == 0").replacingOccurrences(of: "type: stdout", with: "type: blackhole"))
         kill(child.process.processIdentifier, SIGHUP)
         #expect(
-            child.waitForErrorText("rejected: needs a restart: sink 'out' has another buffer; nothing was changed"),
+            child.waitForErrorText(
+                "rejected: needs a restart: sink 'out' is now a blackhole sink; nothing was changed"),
             "\(child.errorText)")
         phases[1].signal()
         phases[2].signal()
@@ -171,6 +170,22 @@ struct ReloadEndToEndTests {
         let report = try #require(try pipeline.reports().last)
         #expect(report.int("reloads_total") == 2)
         #expect(report["last_reload"]?["result"] == "rejected")
+    }
+
+    /// Another `buffer` takes effect in place, keeping what the buffer holds: the metrics show the new policy, and
+    /// every event still comes out once.
+    @Test func aBufferTakesItsNewPolicyInPlace() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(condition: "true"))
+        defer { pipeline.remove() }
+        let changed = Self.pipeline(condition: "true").replacingOccurrences(
+            of: "max_events: 1000, when_full: block", with: "max_events: 100, when_full: drop_newest")
+        let output = try reloadingMidway(
+            pipeline, until: "{\"n\":9}", changeTo: changed, expecting: "applied: rebuffered 'out'")
+        #expect(Self.numbers(Data(output.utf8)) == Array(0..<20))
+        let out = try #require(try pipeline.finalComponent("out"))
+        #expect(out["buffer"]?["when_full"] == "drop_newest")
+        #expect(out.int("buffer", "max_events") == 100)
+        #expect(out.balances)
     }
 
     /// With `--watch`, a change to the file is applied without a signal.
@@ -315,8 +330,9 @@ struct ReloadEndToEndTests {
         #expect(try pipeline.finalComponent("out")?.balances == true)
     }
 
-    /// A transform that runs in another's task cannot be taken out or rewired without a restart.
-    @Test func aChangeAroundFusedTransformsIsRejected() throws {
+    /// A transform that runs in another's task is taken out by splitting the chain at the next batch: the first ten
+    /// events pass both maps, the next ten only the first.
+    @Test func aFusedTransformIsTakenOutOfItsChain() throws {
         let yaml = { (second: String) in
             """
             sources: {in: {type: stdin}}
@@ -330,10 +346,47 @@ struct ReloadEndToEndTests {
         let pipeline = try TemporaryPipeline(yaml("b: {type: map, inputs: [a], set: {y: 2}}"))
         defer { pipeline.remove() }
         let output = try reloadingMidway(
-            pipeline, until: "\"n\":9,", changeTo: yaml(""),
-            expecting: "rejected: needs a restart: transform 'b' was removed, and it runs in the task of 'a'")
-        #expect(output.split(separator: "\n").count == 20)
-        #expect(output.split(separator: "\n").allSatisfy { $0.hasSuffix(",\"x\":1,\"y\":2}") })
+            pipeline, until: "\"n\":9,", changeTo: yaml(""), expecting: "applied: removed 'b'; rewired 'out'")
+        let lines = output.split(separator: "\n")
+        #expect(lines.count == 20)
+        #expect(lines.prefix(10).allSatisfy { $0.hasSuffix(",\"x\":1,\"y\":2}") }, "\(lines)")
+        #expect(lines.suffix(10).allSatisfy { $0.hasSuffix(",\"x\":1}") }, "\(lines)")
+        let report = try #require(try pipeline.reports().last)
+        guard case .array(let components)? = report["components"] else { throw Failure("no components") }
+        #expect(components.compactMap { $0["component_id"]?.stringValue } == ["in", "a", "out"])
+        #expect(try pipeline.finalComponent("a")?.int("sent_events_total") == 20)
+    }
+
+    /// A sink added to read the middle of a fused chain gets what that transform sends from the change on; the
+    /// chain goes on in parts, every transform with its own buffer.
+    @Test func aSinkCanReadTheMiddleOfAFusedChain() throws {
+        let yaml = { (extra: String) in
+            """
+            sources: {in: {type: stdin}}
+            transforms:
+              a: {type: map, inputs: [in], set: {x: 1}}
+              b: {type: filter, inputs: [a], condition: .n % 2 == 0}
+              c: {type: map, inputs: [b], set: {z: 3}}
+            sinks:
+              out: {type: stdout, inputs: [c]}
+              \(extra)
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        }
+        let pipeline = try TemporaryPipeline(yaml(""))
+        defer { pipeline.remove() }
+        let output = try reloadingMidway(
+            pipeline, until: "\"n\":8,", changeTo: yaml("mid: {type: blackhole, inputs: [b]}"),
+            expecting: "applied: added 'mid'")
+        let lines = output.split(separator: "\n")
+        #expect(lines.count == 10)
+        #expect(lines.allSatisfy { $0.hasSuffix(",\"x\":1,\"z\":3}") }, "\(lines)")
+        #expect(try pipeline.finalComponent("mid")?.int("received_events_total") == 5)
+        let b = try #require(try pipeline.finalComponent("b"))
+        #expect(b["buffer"] != .null, "b has a buffer of its own after the split")
+        #expect(b.int("received_events_total") == 20)
+        #expect(b.balances)
+        #expect(try pipeline.finalComponent("c")?.int("received_events_total") == 10)
     }
 
     /// The API shows the pipeline as a reload made it: `/api/pipeline` lists a sink the reload added, and the sink

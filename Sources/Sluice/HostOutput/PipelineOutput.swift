@@ -158,11 +158,3 @@ final class HostOutputPort: Sendable {
         return !ended
     }
 }
-
-extension Optional {
-    /// The value, leaving `nil` behind: a continuation is resumed exactly once.
-    fileprivate mutating func take() -> Wrapped? {
-        defer { self = nil }
-        return self
-    }
-}

@@ -15,14 +15,15 @@ internal import Synchronization
 /// as elements they cannot bound the number of events, and with events as elements every event pays a hop
 /// (about 2 µs here). Capacity is exact: a batch that does not fit is split.
 public final class EventBuffer: Sendable {
-    /// What happens when the buffer is full.
-    public let policy: BufferPolicy
+    /// What happens when the buffer is full; a reload may change it (``change(to:)``).
+    public var policy: BufferPolicy { state.locked { $0.policy } }
     /// The most events handed to the consumer at once.
     public let maxBatch: Int
     private let owner: ComponentMetrics
     private let state: Mutex<State>
 
     private struct State {
+        var policy: BufferPolicy
         var queue = BatchQueue()
         /// The storage of a `latest_per_key` buffer, which uses it instead of `queue`.
         var keyed: KeyedQueue?
@@ -63,10 +64,9 @@ public final class EventBuffer: Sendable {
     public init(policy: BufferPolicy, producers: Int, owner: ComponentMetrics, maxBatch: Int = 1024) {
         precondition(producers > 0, "A buffer needs at least one producer.")
         precondition(maxBatch > 0, "The batch limit must be positive.")
-        self.policy = policy
         self.maxBatch = maxBatch
         self.owner = owner
-        var initial = State(openProducers: producers)
+        var initial = State(policy: policy, openProducers: producers)
         if case .latestPerKey = policy { initial.keyed = KeyedQueue() }
         self.state = Mutex(initial)
         owner.attach(self)
@@ -79,13 +79,16 @@ public final class EventBuffer: Sendable {
     public func send(_ batch: [Event]) async {
         guard !batch.isEmpty else { return }
         owner.recordReceived(batch.count)
-        if case .latestPerKey(let max, let key) = policy {
-            sendLatest(batch, max: max, key: key)
-            return
-        }
         var remaining = batch[...]
         while true {
             let outcome = state.locked { state in enqueue(&remaining, into: &state) }
+            if let key = outcome.keyedBy {
+                // Keys are evaluated outside the lock; the policy may have changed again by then, which
+                // `sendLatest` sees.
+                remaining = sendLatest(remaining, key: key)[...]
+                if remaining.isEmpty { return }
+                continue
+            }
             outcome.consumer?.resume()
             if outcome.dropped > 0 { owner.recordDiscarded(outcome.dropped, cause: outcome.dropCause) }
             if remaining.isEmpty || !outcome.mustWait { return }
@@ -120,6 +123,8 @@ public final class EventBuffer: Sendable {
         var dropped = 0
         var dropCause = DiscardCause.bufferFull
         var mustWait = false
+        /// Set for a `latest_per_key` buffer: the batch goes in through ``sendLatest(_:key:)``.
+        var keyedBy: Expression?
     }
 
     /// Applies the policy to `remaining`, leaving in it what a `block` buffer could not take yet.
@@ -132,7 +137,7 @@ public final class EventBuffer: Sendable {
             remaining = []
             return outcome
         }
-        switch policy {
+        switch state.policy {
         case .unbounded:
             state.queue.append(remaining)
             remaining = []
@@ -151,8 +156,9 @@ public final class EventBuffer: Sendable {
             state.queue.append(remaining.prefix(room))
             remaining = remaining.dropFirst(room)
             outcome.mustWait = !remaining.isEmpty
-        case .latestPerKey:
-            preconditionFailure("Invalid state: latest_per_key buffers enqueue through sendLatest.")
+        case .latestPerKey(_, let key):
+            outcome.keyedBy = key
+            return outcome
         }
         state.highWater = Swift.max(state.highWater, state.queue.count)
         outcome.consumer = wakeConsumer(&state)
@@ -161,8 +167,9 @@ public final class EventBuffer: Sendable {
 
     /// A `latest_per_key` buffer never waits: each event replaces its key's buffered event or takes a place, the
     /// oldest key making room when `max` are buffered. Keys are evaluated before the lock is taken; an event whose
-    /// key cannot be evaluated is discarded under `error`.
-    private func sendLatest(_ batch: [Event], max: Int, key: Expression) {
+    /// key cannot be evaluated is discarded under `error`. Returns the events to send again when a reload changed
+    /// the policy meanwhile (they were not counted here).
+    private func sendLatest(_ batch: ArraySlice<Event>, key: Expression) -> [Event] {
         var discards = DiscardCounts()
         var keyed: [(Event, JSONValue)] = []
         keyed.reserveCapacity(batch.count)
@@ -173,21 +180,68 @@ public final class EventBuffer: Sendable {
                 discards[.error] += 1
             }
         }
-        let consumer = state.locked { state -> CheckedContinuation<Void, Never>? in
+        let (consumer, again) = state.locked { state -> (CheckedContinuation<Void, Never>?, [Event]) in
             if state.closed {
                 discards[.error] += keyed.count
-                return nil
+                return (nil, [])
             }
-            for (event, value) in keyed {
-                switch state.keyed!.insert(event, key: value, max: max) {
-                case .added: break
-                case .superseded: discards[.superseded] += 1
-                case .droppedOldest: discards[.bufferFull] += 1
-                }
+            guard case .latestPerKey(let max, let current) = state.policy, current.source == key.source else {
+                return (nil, keyed.map(\.0))
             }
+            Self.insert(keyed, max: max, into: &state.keyed!, &discards)
             state.highWater = Swift.max(state.highWater, state.count)
-            return wakeConsumer(&state)
+            return (wakeConsumer(&state), [])
         }
+        consumer?.resume()
+        owner.recordDiscarded(discards)
+        return again
+    }
+
+    private static func insert(
+        _ keyed: [(Event, JSONValue)], max: Int, into queue: inout KeyedQueue, _ discards: inout DiscardCounts
+    ) {
+        for (event, value) in keyed {
+            switch queue.insert(event, key: value, max: max) {
+            case .added: break
+            case .superseded: discards[.superseded] += 1
+            case .droppedOldest: discards[.bufferFull] += 1
+            }
+        }
+    }
+
+    /// Applies another policy (a reload changed the component's `buffer`) to what is buffered and to what comes:
+    /// events over a smaller `drop_oldest` capacity, and events a `latest_per_key` buffer replaces, are discarded
+    /// and counted as if they had just arrived; over a smaller `block` or `drop_newest` capacity the buffer drains
+    /// to it before it takes more. Waiting producers look again.
+    public func change(to policy: BufferPolicy) {
+        var discards = DiscardCounts()
+        let (producers, consumer) = state.locked {
+            state -> ([CheckedContinuation<Void, Never>], CheckedContinuation<Void, Never>?) in
+            state.policy = policy
+            let buffered = state.take(upTo: .max)
+            state.keyed = nil
+            switch policy {
+            case .latestPerKey(let max, let key):
+                // Keyed here, under the lock, once: a reload is rare, and nothing may arrive in between.
+                var queue = KeyedQueue()
+                for event in buffered {
+                    guard let value = try? key.evaluate(event) else {
+                        discards[.error] += 1
+                        continue
+                    }
+                    Self.insert([(event, value)], max: max, into: &queue, &discards)
+                }
+                state.keyed = queue
+            case .dropOldest(let max) where buffered.count > max:
+                state.queue.append(buffered.dropFirst(buffered.count - max))
+                discards[.bufferFull] += buffered.count - max
+            default:
+                state.queue.append(buffered[...])
+            }
+            defer { state.producers.removeAll() }
+            return (state.producers, wakeConsumer(&state))
+        }
+        for producer in producers { producer.resume() }
         consumer?.resume()
         owner.recordDiscarded(discards)
     }
@@ -205,7 +259,7 @@ public final class EventBuffer: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let parked = state.locked { state -> Bool in
                 // Re-check under the lock: the consumer may have made room since `send` looked.
-                guard !state.closed, let max = policy.maxEvents, state.queue.count >= max else { return false }
+                guard !state.closed, let max = state.policy.maxEvents, state.queue.count >= max else { return false }
                 state.producers.append(continuation)
                 return true
             }
@@ -344,7 +398,7 @@ public final class EventBuffer: Sendable {
     public func snapshot() -> BufferSnapshot {
         state.locked { state in
             BufferSnapshot(
-                whenFull: policy.whenFull, maxEvents: policy.maxEvents, events: state.count,
+                whenFull: state.policy.whenFull, maxEvents: state.policy.maxEvents, events: state.count,
                 highWaterEvents: state.highWater, blockedSecsTotal: Double(state.blockedNanos) / 1e9,
                 producersBlocked: state.producers.count)
         }

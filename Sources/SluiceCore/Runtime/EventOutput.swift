@@ -100,11 +100,21 @@ public struct SourceContext: Sendable {
     public let metrics: ComponentMetrics
     /// Where its warnings go.
     public let log: Logger
-    /// Fires when the pipeline is asked to stop; the source then returns soon.
+    /// Fires when the pipeline is asked to stop, when a reload removes the source, or when it replaces it with
+    /// new options (then ``handOver`` is wanted); the source then returns soon.
     public let stop: StopSignal
+    /// Where the source takes the place a previous instance left, and leaves its own when a reload replaces it.
+    public let handOver: SourceHandOver
     /// Every event ingested before this time (``MonotonicClock`` nanoseconds) is finished: written by the sinks
     /// it reached, or discarded; a source that keeps positions (the `file` source) commits only those.
     public let finishedBefore: @Sendable () -> UInt64
+
+    /// The context of the instance that replaces this one: the same output and counters.
+    func next(stop: StopSignal, handOver: SourceHandOver) -> SourceContext {
+        SourceContext(
+            id: id, output: output, metrics: metrics, log: log, stop: stop, handOver: handOver,
+            finishedBefore: finishedBefore)
+    }
 }
 
 /// What a running sink is given.

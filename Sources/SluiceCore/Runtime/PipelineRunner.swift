@@ -45,12 +45,18 @@ public final class PipelineRunner: Sendable {
         var running: [String: Running] = [:]
         /// Components a reload removed that have not ended yet: they leave the reports when they end.
         var removed: Set<String> = []
-        /// Transforms and sinks to replace at their next batch boundary, by id.
+        /// Components to replace at their next batch boundary, by id.
         var pending: [String: ComponentBlueprint.Maker] = [:]
+        /// Chains of fused transforms to split at their next batch boundary, by their first transform: its output
+        /// from then on, and the parts that go on in tasks of their own.
+        var splits: [String: (output: EventOutput, parts: [SplitPart])] = [:]
         /// The tasks of components a reload added.
         var added: [Task<Void, Never>] = []
-        /// The sources a reload added: like those of the start, they keep positions until the pipeline drained.
-        var addedSources: [any Source] = []
+        /// Every source instance that ran or runs, those of the start, of reloads and of replacements: each is told
+        /// when the pipeline drained (a source that keeps positions commits them then).
+        var sourceInstances: [any Source] = []
+        /// The running instance of each source: its own stop, and its hand-over to a replacement.
+        var sourceRuns: [String: (stop: StopSignal, handOver: SourceHandOver)] = [:]
         /// True once every component of the start is registered in `running`.
         var started = false
         var status = ReloadStatus()
@@ -64,7 +70,7 @@ public final class PipelineRunner: Sendable {
         /// Where it sends, by named output (`""` for its only one); empty when a transform fused after it takes its
         /// output in the same task.
         let outputs: [String: EventOutput]
-        /// A source's own stop.
+        /// A source's own stop, which ends it and every instance that replaces it.
         let stop: StopSignal?
         /// For a transform that runs in another's task: that task's first transform.
         let runsIn: String?
@@ -105,7 +111,7 @@ public final class PipelineRunner: Sendable {
             let plan = ReloadPlan(from: state.current, to: new)
             let rejections =
                 state.started
-                ? plan.rejections + fusedRejections(plan, state.running) : ["the pipeline has not started yet"]
+                ? plan.rejections : ["the pipeline has not started yet"]
             let kept = plan.kept.isEmpty ? "" : "; kept until a restart: " + plan.kept.joined(separator: ", ")
             let reload: ReloadStatus.Reload
             var start: [String: @Sendable () async -> Void] = [:]
@@ -135,36 +141,77 @@ public final class PipelineRunner: Sendable {
         return reload
     }
 
-    /// What a plan would change about transforms that run in another's task, which only a restart re-plans: a
-    /// fused transform has no input buffer of its own, and the transform before it no output of its own.
-    private func fusedRejections(_ plan: ReloadPlan, _ running: [String: Running]) -> [String] {
-        var rejections: [String] = []
-        func checkReader(_ id: String, _ why: String) {
-            guard let head = running[id]?.runsIn else { return }
-            rejections.append("transform '\(id)' \(why), and it runs in the task of '\(head)'")
+    /// The chains of fused transforms a plan changes, by their first transform: a fused transform has no input
+    /// buffer of its own, and the transform before it no output of its own, so such a chain is split first
+    /// (``prepareSplit(of:_:)``) and the change applies to its parts.
+    private func chainsToSplit(_ plan: ReloadPlan, _ running: [String: Running]) -> Set<String> {
+        var heads: Set<String> = []
+        /// `id`, when it runs in another's task.
+        func reader(_ id: String) {
+            if let head = running[id]?.runsIn { heads.insert(head) }
         }
-        func checkFeeder(_ reference: String, _ why: String) {
+        /// The transform `reference` names, when a transform after it runs in its task.
+        func feeder(_ reference: String) {
             let id = InputReference(reference).id
             guard let component = running[id], component.kind == .transform, component.outputs.isEmpty else { return }
-            rejections.append("transform '\(id)' \(why), and the transform after it runs in its task")
+            heads.insert(component.runsIn ?? id)
         }
         for component in plan.removed {
-            checkReader(component.id, "was removed")
-            checkFeeder(component.id, "was removed")
+            reader(component.id)
+            feeder(component.id)
         }
-        for (running, new) in plan.rewired {
-            checkReader(running.id, "reads other inputs")
-            for input in running.inputs where !new.inputs.contains(input) {
-                checkFeeder(input, "no longer feeds '\(new.id)'")
+        for (old, new) in plan.rewired {
+            reader(new.id)
+            for input in Set(old.inputs).symmetricDifference(new.inputs) { feeder(input) }
+        }
+        for component in plan.added { component.inputs.forEach(feeder) }
+        for component in plan.rebuffered { reader(component.id) }
+        return heads
+    }
+
+    /// Gives every transform of the chain `head` runs its own input buffer, output and (once the chain's task
+    /// reaches a batch boundary) task, and registers them as running, so that a reload can change each as if it
+    /// had never been fused. Until the split, batches flow through the chain as before.
+    private func prepareSplit(of head: String, _ state: inout LiveState) {
+        // The chain in order: each member reads the one before it.
+        var chain = [head]
+        while let next = state.current.components.first(where: {
+            state.running[$0.id]?.runsIn == head && $0.inputs.first == chain.last
+        }) {
+            chain.append(next.id)
+        }
+        guard chain.count > 1, let tailOutputs = state.running[chain.last!]?.outputs else { return }
+        let metrics = Dictionary(uniqueKeysWithValues: state.metrics.map { ($0.id, $0) })
+        let definitions = Dictionary(uniqueKeysWithValues: state.current.components.map { ($0.id, $0) })
+        // Upstream first, as `holders` reads them.
+        let inputs = chain.dropFirst().map { id in
+            let buffer = EventBuffer(policy: .default, producers: 1, owner: metrics[id]!)
+            let mark = HeldMark()
+            holders.locked { holders in
+                holders.append { buffer.oldestHeldIngestNanos }
+                holders.append { mark.value }
             }
-            for input in new.inputs where !running.inputs.contains(input) {
-                checkFeeder(input, "now feeds '\(new.id)'")
-            }
+            return (buffer, mark)
         }
-        for component in plan.added {
-            for input in component.inputs { checkFeeder(input, "now feeds the new '\(component.id)'") }
+        // Each part sends into the next one's buffer; the last keeps the chain's outputs.
+        var parts: [SplitPart] = []
+        for (index, id) in chain.enumerated() {
+            let own =
+                index == chain.count - 1
+                ? tailOutputs : ["": EventOutput(targets: [inputs[index].0], metrics: metrics[id]!)]
+            let input = index == 0 ? state.running[id]!.input : inputs[index - 1].0
+            state.running[id] = Running(kind: .transform, input: input, outputs: own, stop: nil, runsIn: nil)
+            guard index > 0 else { continue }
+            let ports = definitions[id]!.blueprint.outputs
+            parts.append(
+                SplitPart(
+                    id: id, input: inputs[index - 1].0,
+                    output: ports.isEmpty ? .single(own[""]!) : .named(ports.map { own[$0]! }),
+                    held: inputs[index - 1].1))
+            metrics[id]!.provideDetails { [:] }
         }
-        return rejections
+        state.splits[head] = (state.running[head]!.outputs[""]!, parts)
+        pendingReplacements.add(1, ordering: .releasing)
     }
 
     /// Connects, disconnects and schedules what `plan` changes; returns the tasks of the new components to start.
@@ -172,6 +219,7 @@ public final class PipelineRunner: Sendable {
         -> [String: @Sendable () async -> Void]
     {
         let removedIDs = Set(plan.removed.map(\.id))
+        for head in chainsToSplit(plan, state.running) { prepareSplit(of: head, &state) }
         // New components' counters and input buffers first, so that outputs can be made into them.
         var metrics: [String: ComponentMetrics] = [:]
         var inputs: [String: EventBuffer] = [:]
@@ -251,12 +299,24 @@ public final class PipelineRunner: Sendable {
             }
         }
         for change in rewiring.values { change.output.rewire(attach: change.attach, detach: change.detach) }
+        for component in plan.rebuffered {
+            running[component.id]?.input?.change(to: component.buffer ?? .default)
+        }
         // New options: replaced where they run.
         for component in plan.replaced {
             if state.pending.updateValue(component.blueprint.maker, forKey: component.id) == nil {
                 pendingReplacements.add(1, ordering: .releasing)
             }
-            if component.kind == .sink { running[component.id]?.input?.handOver() }
+            switch component.kind {
+            case .sink: running[component.id]?.input?.handOver()
+            case .source:
+                // The running instance stops and leaves its place; `runSource` starts the next one.
+                if let run = state.sourceRuns[component.id] {
+                    run.handOver.want()
+                    run.stop.stop()
+                }
+            case .transform: break
+            }
         }
         // The new components' tasks, registered as running so that a later reload finds them.
         var start: [String: @Sendable () async -> Void] = [:]
@@ -265,11 +325,9 @@ public final class PipelineRunner: Sendable {
             let stop = component.kind == .source ? sourceStop() : nil
             state.running[component.id] = Running(
                 kind: component.kind, input: inputs[component.id], outputs: own, stop: stop, runsIn: nil)
-            let made = task(
+            start[component.id] = task(
                 for: component, metrics: metrics[component.id]!, input: inputs[component.id], outputs: own,
-                stop: stop, held: marks[component.id], in: new)
-            start[component.id] = made.body
-            if let source = made.source { state.addedSources.append(source) }
+                stop: stop, held: marks[component.id], in: new, &state)
         }
         return start
     }
@@ -281,12 +339,39 @@ public final class PipelineRunner: Sendable {
         return own
     }
 
+    /// Makes the next instance of source `id` and registers it as running: its own stop, which `componentStop`
+    /// fires too, and its hand-over, carrying what `previous` left.
+    private func sourceInstance(
+        _ id: String, make: @Sendable () -> any Source, stoppedBy componentStop: StopSignal,
+        after previous: SourceHandOver?, _ state: inout LiveState
+    ) -> (source: any Source, stop: StopSignal, handOver: SourceHandOver) {
+        let stop = StopSignal()
+        componentStop.onStop { stop.stop() }
+        let handOver = SourceHandOver(after: previous)
+        let source = make()
+        state.sourceRuns[id] = (stop, handOver)
+        state.sourceInstances.append(source)
+        return (source, stop, handOver)
+    }
+
     /// Marks component `id` as ended: one a reload removed leaves the reports.
     private func ended(_ id: String) {
-        live.locked { state in
-            guard state.removed.remove(id) != nil else { return }
-            state.metrics.removeAll { $0.id == id }
-            state.running[id] = nil
+        let unsplit = live.locked { state -> (output: EventOutput, parts: [SplitPart])? in
+            // A change a reload made after the component's last look is moot now.
+            if state.pending.removeValue(forKey: id) != nil { pendingReplacements.subtract(1, ordering: .releasing) }
+            let unsplit = state.splits.removeValue(forKey: id)
+            if unsplit != nil { pendingReplacements.subtract(1, ordering: .releasing) }
+            if state.removed.remove(id) != nil {
+                state.metrics.removeAll { $0.id == id }
+                state.running[id] = nil
+            }
+            return unsplit
+        }
+        // A chain that ended before its split: the outputs made for its parts, which consumers a reload connected
+        // may count on, end too.
+        if let unsplit {
+            unsplit.output.finish()
+            for part in unsplit.parts { part.output.finish() }
         }
     }
 
@@ -347,19 +432,20 @@ public final class PipelineRunner: Sendable {
         }
     }
 
-    /// The task that runs `component`: a source, a sink, or a transform on its own (what a reload adds; at the start,
-    /// chains of transforms are made in ``runToEnd(reporter:)``), and the source it runs, if it is one.
+    /// The task that runs `component`: a source (registered in `state` as running), a sink, or a transform on its
+    /// own (what a reload adds; at the start, chains of transforms are made in ``runToEnd(reporter:)``).
     private func task(
         for component: ComponentDefinition, metrics: ComponentMetrics, input: EventBuffer?,
-        outputs: [String: EventOutput], stop: StopSignal?, held: HeldMark?, in pipeline: PipelineDefinition
-    ) -> (body: @Sendable () async -> Void, source: (any Source)?) {
+        outputs: [String: EventOutput], stop: StopSignal?, held: HeldMark?, in pipeline: PipelineDefinition,
+        _ state: inout LiveState
+    ) -> @Sendable () async -> Void {
         switch component.blueprint.maker {
         case .source(let makeSource):
+            let first = sourceInstance(component.id, make: makeSource, stoppedBy: stop!, after: nil, &state)
             let context = SourceContext(
-                id: component.id, output: outputs[""]!, metrics: metrics, log: log, stop: stop!,
-                finishedBefore: { [self] in heldSinceNanos() })
-            let source = makeSource()
-            return ({ [self] in await runSource(source, context) }, source)
+                id: component.id, output: outputs[""]!, metrics: metrics, log: log, stop: first.stop,
+                handOver: first.handOver, finishedBefore: { [self] in heldSinceNanos() })
+            return { [self] in await runSource(first.source, context, stoppedBy: stop!) }
         case .transform(let makeTransform):
             let ports = component.blueprint.outputs
             let read = pipeline.readOutputs(of: component)
@@ -368,11 +454,11 @@ public final class PipelineRunner: Sendable {
                 transform: makeTransform(TransformContext(id: component.id, log: log, readOutputs: read)),
                 metrics: metrics)
             let output: ChainOutput = ports.isEmpty ? .single(outputs[""]!) : .named(ports.map { outputs[$0]! })
-            return ({ [self] in await runTransforms([stage], input!, output, held!) }, nil)
+            return { [self] in await runTransforms([stage], input!, output, held!) }
         case .sink(let makeSink):
             let context = SinkContext(id: component.id, metrics: metrics, log: log, held: held!)
             let sink = makeSink()
-            return ({ [self] in await runSink(sink, input!, context) }, nil)
+            return { [self] in await runSink(sink, input!, context) }
         }
     }
 
@@ -396,7 +482,6 @@ public final class PipelineRunner: Sendable {
             }
         }
         let periodic = Task { await reporter?.runPeriodically() }
-        var sources: [any Source] = []
         var running: [String: Running] = [:]
         // Every component's task, made and registered before any starts, so that a reload finds them all.
         var tasks: [@Sendable () async -> Void] = []
@@ -423,14 +508,15 @@ public final class PipelineRunner: Sendable {
                 case .source:
                     let stop = sourceStop()
                     let outputs = ["": output(of: component.id)]
-                    let made = task(
-                        for: component, metrics: metrics, input: nil, outputs: outputs, stop: stop, held: nil,
-                        in: definition)
-                    if let source = made.source { sources.append(source) }
+                    let body = live.locked { state in
+                        task(
+                            for: component, metrics: metrics, input: nil, outputs: outputs, stop: stop, held: nil,
+                            in: definition, &state)
+                    }
                     running[component.id] = Running(
                         kind: .source, input: nil, outputs: outputs, stop: stop, runsIn: nil)
                     tasks.append {
-                        await made.body()
+                        await body()
                         self.ended(component.id)
                     }
                 case .transform:
@@ -466,19 +552,19 @@ public final class PipelineRunner: Sendable {
                             kind: .transform, input: stage.id == component.id ? input : nil, outputs: own, stop: nil,
                             runsIn: stage.id == component.id ? nil : component.id)
                     }
-                    let ids = stages.map(\.id)
                     tasks.append { [stages] in
-                        await self.runTransforms(stages, input, chainOutput, held)
-                        for id in ids { self.ended(id) }
+                        for id in await self.runTransforms(stages, input, chainOutput, held) { self.ended(id) }
                     }
                 case .sink:
                     let input = buffers[component.id]!
-                    let made = task(
-                        for: component, metrics: metrics, input: input, outputs: [:], stop: nil,
-                        held: marks[component.id]!, in: definition)
+                    let body = live.locked { state in
+                        task(
+                            for: component, metrics: metrics, input: input, outputs: [:], stop: nil,
+                            held: marks[component.id]!, in: definition, &state)
+                    }
                     running[component.id] = Running(kind: .sink, input: input, outputs: [:], stop: nil, runsIn: nil)
                     tasks.append {
-                        await made.body()
+                        await body()
                         self.ended(component.id)
                     }
                 }
@@ -493,18 +579,37 @@ public final class PipelineRunner: Sendable {
         }
         // What reloads added runs on until it drained too (a reload may add more while this waits).
         while let next = live.locked({ $0.added.popLast() }) { await next.value }
-        for source in sources + live.locked({ $0.addedSources }) { await source.pipelineEnded() }
+        for source in live.locked({ $0.sourceInstances }) { await source.pipelineEnded() }
         periodic.cancel()
         await periodic.value
         if let reporter { await reporter.writeFinal(reporter.makeReport(final: true)) }
         return RunOutcome(failures: failures.locked { $0 }, outputClosed: outputClosed.locked { $0 })
     }
 
-    private func runSource(_ source: any Source, _ context: SourceContext) async {
-        do {
-            try await source.run(context)
-        } catch {
-            fail("source '\(context.id)': \(error)")
+    /// Runs a source until its input ends or `componentStop` fires. A reload that gave it new options stops the
+    /// running instance, which leaves its place (``SourceHandOver``); the next one, made from the new options,
+    /// goes on from there into the same output with the same counters.
+    private func runSource(_ first: any Source, _ context: SourceContext, stoppedBy componentStop: StopSignal) async {
+        var source = first
+        var context = context
+        while true {
+            do {
+                try await source.run(context)
+            } catch {
+                fail("source '\(context.id)': \(error)")
+                break
+            }
+            let next = live.locked { state -> (any Source, SourceContext)? in
+                // Taken even when the source ends, so that no replacement is left waiting.
+                guard case .source(let make)? = state.pending.removeValue(forKey: context.id) else { return nil }
+                pendingReplacements.subtract(1, ordering: .releasing)
+                guard !componentStop.isStopped else { return nil }
+                let instance = sourceInstance(
+                    context.id, make: make, stoppedBy: componentStop, after: context.handOver, &state)
+                return (instance.source, context.next(stop: instance.stop, handOver: instance.handOver))
+            }
+            guard let next else { break }
+            (source, context) = next
         }
         context.output.finish()
     }
@@ -530,8 +635,16 @@ public final class PipelineRunner: Sendable {
     /// The most transforms one task runs: fusing saves a hop per stage, but a task runs on one core.
     static let maxFusedStages = 4
 
+    /// A transform split off its chain: its input buffer, where it sends, and what it holds.
+    private struct SplitPart: Sendable {
+        let id: String
+        let input: EventBuffer
+        let output: ChainOutput
+        let held: HeldMark
+    }
+
     /// One transform of a task that runs a chain of them, with its counters.
-    private struct TransformStage {
+    private struct TransformStage: Sendable {
         let id: String
         /// Its named outputs that some component reads, for its replacement.
         let readOutputs: Set<String>
@@ -559,15 +672,20 @@ public final class PipelineRunner: Sendable {
         case finish(stopping: Bool)
     }
 
+    /// Runs a chain of transforms (one, unless fused) on `input`; returns the ids of those it ran to the end (a
+    /// split sends the others on in tasks of their own).
+    @discardableResult
     private func runTransforms(
         _ stages: [TransformStage], _ input: EventBuffer, _ output: ChainOutput, _ held: HeldMark
-    ) async {
+    ) async -> [String] {
         var stages = stages
+        var output = output
         while true {
             // What the stages keep is held here from now on; the buffer lets go of the last batch at `next`.
             held.set(stages.lazy.map(\.transform.oldestHeldIngestNanos).min() ?? .max)
             let deadline = stages.lazy.compactMap(\.transform.deadline).min()
             let read = await input.next(deadlineMillis: deadline)
+            split(&stages, &output)
             await applyReplacements(&stages, output)
             switch read {
             case .events(var batch):
@@ -587,9 +705,32 @@ public final class PipelineRunner: Sendable {
                 }
                 output.finish()
                 held.clear()
-                return
+                return stages.map(\.id)
             }
         }
+    }
+
+    /// Splits the chain when a reload asked to: the first stage goes on here, sending into the second's new buffer;
+    /// every other stage goes on in a task of its own, with its state.
+    private func split(_ stages: inout [TransformStage], _ output: inout ChainOutput) {
+        guard pendingReplacements.load(ordering: .acquiring) > 0, stages.count > 1 else { return }
+        guard
+            let split = live.locked({ state -> (output: EventOutput, parts: [SplitPart])? in
+                guard let split = state.splits.removeValue(forKey: stages[0].id) else { return nil }
+                pendingReplacements.subtract(1, ordering: .releasing)
+                return split
+            })
+        else { return }
+        for part in split.parts {
+            guard let stage = stages.first(where: { $0.id == part.id }) else { continue }
+            let task = Task { [self] in
+                await runTransforms([stage], part.input, part.output, part.held)
+                ended(part.id)
+            }
+            live.locked { $0.added.append(task) }
+        }
+        stages.removeSubrange(1...)
+        output = .single(split.output)
     }
 
     /// Replaces the stages a reload changed, upstream first, each after it emitted what it holds through the

@@ -1,9 +1,10 @@
 /// What a reload of the pipeline file changes in the running pipeline. New components start; removed ones stop
 /// after draining what they hold; a component that reads other inputs is connected to them (and disconnected from
 /// the old ones, which tell it they are done); a transform or sink whose options changed is replaced where it runs,
-/// at a batch boundary, so that every event is handled once, by the old component or by the new one. What cannot
-/// change in place (another type or buffer for a running component, a running source's options) rejects the whole
-/// reload: the run goes on as it was.
+/// at a batch boundary, so that every event is handled once, by the old component or by the new one; a source
+/// whose options changed stops and hands its place in its input to one made from the new options; an input buffer
+/// given another `buffer` applies it to what it holds and what comes. What cannot change in place (another type
+/// for a running component) rejects the whole reload: the run goes on as it was.
 public struct ReloadPlan: Sendable {
     /// Components the new file adds.
     public let added: [ComponentDefinition]
@@ -11,8 +12,10 @@ public struct ReloadPlan: Sendable {
     public let removed: [ComponentDefinition]
     /// Running components that read other inputs now: as they run, and as the new file defines them.
     public let rewired: [(running: ComponentDefinition, new: ComponentDefinition)]
-    /// The transforms and sinks to replace, as the new file defines them.
+    /// The components to replace, as the new file defines them.
     public let replaced: [ComponentDefinition]
+    /// The transforms and sinks whose input buffer takes another policy, as the new file defines them.
+    public let rebuffered: [ComponentDefinition]
     /// What the new file changes that needs a restart; when not empty, nothing is applied.
     public let rejections: [String]
     /// What changed and is left as it was until a restart (the `metrics` and `api` sections).
@@ -25,6 +28,7 @@ public struct ReloadPlan: Sendable {
         let after = Dictionary(new.components.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var rewired: [(running: ComponentDefinition, new: ComponentDefinition)] = []
         var replaced: [ComponentDefinition] = []
+        var rebuffered: [ComponentDefinition] = []
         for component in new.components {
             guard let running = before[component.id] else { continue }
             let name = "\(running.kind.rawValue) '\(component.id)'"
@@ -32,16 +36,9 @@ public struct ReloadPlan: Sendable {
                 rejections.append("\(name) is now a \(component.typeName) \(component.kind.rawValue)")
                 continue
             }
-            if running.buffer != component.buffer {
-                rejections.append("\(name) has another buffer")
-            }
+            if (running.buffer ?? .default) != (component.buffer ?? .default) { rebuffered.append(component) }
             if running.inputs != component.inputs { rewired.append((running, component)) }
-            guard running.writtenOptions != component.writtenOptions else { continue }
-            if component.kind == .source {
-                rejections.append("\(name) has other options (a running source is kept as it is)")
-            } else {
-                replaced.append(component)
-            }
+            if running.writtenOptions != component.writtenOptions { replaced.append(component) }
         }
         var kept: [String] = []
         if old.metrics != new.metrics { kept.append("metrics") }
@@ -51,18 +48,21 @@ public struct ReloadPlan: Sendable {
         self.removed = applies ? old.components.filter { after[$0.id] == nil } : []
         self.rewired = applies ? rewired : []
         self.replaced = applies ? replaced : []
+        self.rebuffered = applies ? rebuffered : []
         self.rejections = rejections
         self.kept = kept
     }
 
     /// True when the running pipeline already is what the new file defines.
-    public var changesNothing: Bool { added.isEmpty && removed.isEmpty && rewired.isEmpty && replaced.isEmpty }
+    public var changesNothing: Bool {
+        added.isEmpty && removed.isEmpty && rewired.isEmpty && replaced.isEmpty && rebuffered.isEmpty
+    }
 
     /// What it changes, in one line: `added 'a'; removed 'b'; rewired 'c'; replaced 'd'`.
     public var summary: String {
         let parts: [(String, [String])] = [
             ("added", added.map(\.id)), ("removed", removed.map(\.id)), ("rewired", rewired.map(\.new.id)),
-            ("replaced", replaced.map(\.id)),
+            ("replaced", replaced.map(\.id)), ("rebuffered", rebuffered.map(\.id)),
         ]
         return parts.filter { !$0.1.isEmpty }.map { verb, ids in
             verb + " " + ids.map { "'\($0)'" }.joined(separator: ", ")

@@ -19,6 +19,10 @@ internal import Synchronization
 /// A checkpoint records a line only once every event made from it is finished (``SourceContext/finishedBefore``):
 /// written by the sinks, or discarded on purpose. It is written at most once a second and after the pipeline
 /// drained, so a crash repeats at most what was finished in the last second and loses nothing.
+///
+/// When a reload gives it new options, it stops at a line boundary and hands the next instance how far it read
+/// each file and its checkpoints (kept in one place when `data_dir` is the same): the new instance reads on from
+/// there, through the new globs and options, and no line is read twice or skipped.
 final class FileSource: Source {
     let config: FileSourceConfig
     /// The checkpoints and what is finished, handed from `run` to `pipelineEnded`.
@@ -29,16 +33,29 @@ final class FileSource: Source {
     private static let pollMillis: Int64 = 100
     private static let checkpointInterval = Duration.seconds(1)
 
+    /// Where an instance stopped, for the one that replaces it.
+    struct Place: Sendable {
+        /// How far each file (by fingerprint) was read, up to its last whole line.
+        let readThrough: [FileFingerprint: Int64]
+        let keeper: FileCheckpointKeeper?
+        let dataDirectory: String?
+    }
+
     init(config: FileSourceConfig) {
         self.config = config
     }
 
     func run(_ context: SourceContext) async throws {
-        let keeper = try config.dataDirectory.map { directory throws(FileSourceError) in
-            try FileCheckpointKeeper(store: FileCheckpointStore(directory: directory, sourceID: context.id))
-        }
+        let place = context.handOver.take(Place.self)
+        let keeper =
+            try place?.keeper.flatMap { place?.dataDirectory == config.dataDirectory ? $0 : nil }
+            ?? config.dataDirectory.map { directory throws(FileSourceError) in
+                try FileCheckpointKeeper(store: FileCheckpointStore(directory: directory, sourceID: context.id))
+            }
         self.keeper.locked { $0 = keeper.map { ($0, context.finishedBefore) } }
-        var tailer = Tailer(config: config, context: context, checkpoints: keeper?.loaded ?? [:])
+        var tailer = Tailer(
+            config: config, context: context, checkpoints: keeper?.loaded ?? [:],
+            readThrough: place?.readThrough ?? [:])
         let figures = Mutex<[String: FileFigures]>([:])
         let rotations = Atomic<Int>(0)
         let multiline = MultilineCounters()
@@ -94,6 +111,16 @@ final class FileSource: Source {
         tailer.closeAll()
         checkpointer?.cancel()
         await checkpointer?.value
+        if context.handOver.isWanted {
+            // The next instance commits from now on; one with another data_dir starts its own checkpoints, so
+            // what is finished so far is committed here.
+            let keeper = self.keeper.locked { $0.take() }?.0
+            if let keeper, config.dataDirectory != nil {
+                keeper.commit(finishedBefore: context.finishedBefore(), log: context.log)
+            }
+            context.handOver.leave(
+                Place(readThrough: tailer.readThrough, keeper: keeper, dataDirectory: config.dataDirectory))
+        }
     }
 
     /// After the drain every line sent is finished, unless a component failed (then what was finished before it)
@@ -111,17 +138,24 @@ struct Tailer {
     /// Where each known file's finished lines end, as loaded.
     let checkpoints: [FileFingerprint: FileCheckpoint]
     private var files: [TailedFile] = []
-    /// How far each fingerprint has been read in this run (files closed included), so that a copy resumes.
-    private var readThrough: [FileFingerprint: Int64] = [:]
+    /// How far each fingerprint has been read in this run (files closed included), so that a copy resumes; after
+    /// ``flushAll()``, up to the last whole line of each open file.
+    private(set) var readThrough: [FileFingerprint: Int64]
     private var closedFigures: [String: FileFigures] = [:]
     private var closedMultiline = (cuts: 0, joined: 0)
     /// Renames and truncations seen, over every file.
     private(set) var rotations = 0
 
-    init(config: FileSourceConfig, context: SourceContext, checkpoints: [FileFingerprint: FileCheckpoint]) {
+    /// Follows the files `config` matches; each known one resumes where `readThrough` (a replaced instance's
+    /// reading) or else `checkpoints` (a previous run's) says.
+    init(
+        config: FileSourceConfig, context: SourceContext, checkpoints: [FileFingerprint: FileCheckpoint],
+        readThrough: [FileFingerprint: Int64]
+    ) {
         self.config = config
         self.context = context
         self.checkpoints = checkpoints
+        self.readThrough = readThrough
     }
 
     /// What one round produced: batches to send, where the files' finished lines now end, and whether anything
@@ -332,6 +366,7 @@ struct Tailer {
             add([files[index].decoder.flushMultiline()], from: index, to: &round)
             if let fingerprint = files[index].fingerprint {
                 round.offsets[fingerprint] = FileCheckpoint(path: files[index].path, offset: files[index].safeOffset)
+                readThrough[fingerprint] = files[index].safeOffset
             }
         }
         return round

@@ -14,6 +14,10 @@ internal import Synchronization
 ///
 /// While two batches wait for the task (the pipeline pushes back), the thread pauses every partition it owns, so
 /// librdkafka stops fetching and memory stays bounded; it resumes when the task takes one.
+///
+/// When a reload gives it new options, it stops fetching, waits (up to ``handOverWait``) until what it sent is
+/// finished, commits and leaves the group before the next instance joins it with the new options: that one goes
+/// on from the committed offsets, and only events still unfinished after the wait are read again.
 final class KafkaSource: Source {
     let config: KafkaSourceConfig
     /// The running reader, handed from `run` to `pipelineEnded`.
@@ -23,14 +27,25 @@ final class KafkaSource: Source {
         self.config = config
     }
 
+    /// How long a replaced instance waits for what it sent to be finished before it commits and leaves.
+    static let handOverWait = Duration.seconds(10)
+
     func run(_ context: SourceContext) async throws {
         let reader = try KafkaReader(config: config, context: context)
         try reader.start()
         self.reader.locked { $0 = reader }
+        var lastSent: UInt64 = 0
         while let batch = await reader.handOff.next() {
             await context.output.send(batch.events)
-            reader.sent(batch.positions, madeBefore: MonotonicClock.nanos())
+            lastSent = MonotonicClock.nanos()
+            reader.sent(batch.positions, madeBefore: lastSent)
         }
+        guard context.handOver.isWanted, let reader = self.reader.locked({ $0.take() }) else { return }
+        let deadline = ContinuousClock.now + Self.handOverWait
+        while context.finishedBefore() <= lastSent, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        await reader.close()
     }
 
     /// Commits what is finished and leaves the group.

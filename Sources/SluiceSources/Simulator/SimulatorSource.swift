@@ -2,6 +2,10 @@ internal import SluiceCore
 
 /// Emits the fleet's readings in batches at the configured rate (or as fast as the pipeline accepts), pacing by
 /// elapsed time so the rate holds whatever the batch size. With `block` downstream it simply waits.
+///
+/// When a reload gives it new options, the next instance goes on where this one stopped: the readings counted
+/// (against `count`), the virtual clock, and, while the options that shape the fleet (devices, seed, area,
+/// anomalies) are the same, the fleet itself, so that every device keeps its position and its `seq`.
 struct SimulatorSource: Source {
     let config: SimulatorSourceConfig
 
@@ -9,19 +13,37 @@ struct SimulatorSource: Source {
     /// If the pipeline held the simulator back for longer than this, it resumes at the rate instead of bursting.
     private static let maxDebtSecs = 1.0
 
+    /// Where an instance stopped, for the one that replaces it.
+    struct Place: Sendable {
+        let fleet: Fleet
+        let options: SimulatorSourceConfig
+        let seed: UInt64
+        let total: Int
+        /// The virtual timestamp the next reading would have had, when `start_time` is set.
+        let nextVirtualMillis: Int64?
+    }
+
     func run(_ context: SourceContext) async throws {
-        let seed = config.seed ?? UInt64.random(in: 0...UInt64(Int.max))
-        if config.seed == nil {
+        let place = context.handOver.take(Place.self)
+        let seed = config.seed ?? place?.seed ?? UInt64.random(in: 0...UInt64(Int.max))
+        if config.seed == nil, place == nil {
             context.log.info("simulator '\(context.id)': seed \(seed) (set 'seed: \(seed)' to repeat this run)")
         }
-        var fleet = Fleet(config, seed: seed)
+        var fleet: Fleet
+        if let place, place.seed == seed, place.options.shapesTheSameFleet(as: config) {
+            fleet = place.fleet
+        } else {
+            fleet = Fleet(config, seed: seed)
+        }
         let phases =
             config.load.isEmpty
             ? config.rate.map { [SimulatorSourceConfig.Phase(rate: $0, secs: .infinity)] } ?? [] : config.load
         var phase = 0
         var phaseStart = MonotonicClock.nanos()
         var emittedInPhase = 0
-        var total = 0
+        var total = place?.total ?? 0
+        // The virtual clock goes on from where a replaced instance left it, at this instance's rate.
+        let virtualStart = (total: total, millis: place?.nextVirtualMillis ?? config.startTimeMillis)
         let runStart = MonotonicClock.nanos()
         let wallStart = WallClock.nowMillis()
 
@@ -62,13 +84,9 @@ struct SimulatorSource: Source {
             var batch: [Event] = []
             batch.reserveCapacity(due)
             for _ in 0..<due {
-                let millis: Int64
-                if let start = config.startTimeMillis {
-                    // A virtual clock: 1/rate per event (1 ms per event at `rate: max`).
-                    millis = start + Int64((Double(total) * 1000 / (rate > 0 ? rate : 1000)).rounded(.down))
-                } else {
-                    millis = wallStart + Int64((now &- runStart) / 1_000_000)
-                }
+                let millis =
+                    virtualMillis(total, from: virtualStart, rate: rate) ?? wallStart
+                    + Int64((now &- runStart) / 1_000_000)
                 batch.append(fleet.nextReading(timestampMillis: millis, elapsed: perDevice, ingestNanos: now))
                 total += 1
             }
@@ -77,5 +95,27 @@ struct SimulatorSource: Source {
             await context.output.send(batch)
             if phases.isEmpty { await Task.yield() }
         }
+        if context.handOver.isWanted {
+            let rate = phases.isEmpty ? 0 : phases[phase].rate
+            context.handOver.leave(
+                Place(
+                    fleet: fleet, options: config, seed: seed, total: total,
+                    nextVirtualMillis: virtualMillis(total, from: virtualStart, rate: rate)))
+        }
+    }
+
+    /// The virtual timestamp of reading number `total`: 1/rate per reading after `start` (1 ms per reading at
+    /// `rate: max`); `nil` without a virtual clock.
+    private func virtualMillis(_ total: Int, from start: (total: Int, millis: Int64?), rate: Double) -> Int64? {
+        guard let millis = start.millis else { return nil }
+        return millis + Int64((Double(total - start.total) * 1000 / (rate > 0 ? rate : 1000)).rounded(.down))
+    }
+}
+
+extension SimulatorSourceConfig {
+    /// True when `other` makes the same fleet: the same devices, seed, area and anomalies; only the pace differs.
+    func shapesTheSameFleet(as other: SimulatorSourceConfig) -> Bool {
+        devices == other.devices && seed == other.seed && centerLat == other.centerLat
+            && centerLon == other.centerLon && radiusMetres == other.radiusMetres && anomalies == other.anomalies
     }
 }

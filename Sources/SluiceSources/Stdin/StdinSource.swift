@@ -5,6 +5,11 @@ internal import SluiceCore
 /// is copied to be cut. Larger chunks mean fewer thread hand-offs (64 -> 128 KiB was about 35 % faster; 512 KiB
 /// with read-ahead and whole batches another 15-20 %). While a `block` buffer downstream is full,
 /// ``EventOutput/send(_:)`` waits and no more is read, so the pipe pushes back on whoever writes to it.
+///
+/// Standard input is never read again: when a reload gives the source new options, this instance stops reading
+/// (what it read ahead is still decoded and sent) and hands its partly read line to the next one, which goes on
+/// reading where it stopped, so that no byte is lost or read twice. An open multi-line event is emitted as it
+/// stands at the change.
 struct StdinSource: Source {
     let config: StdinSourceConfig
     /// The descriptor read: standard input, given by the catalog, which alone knows the process.
@@ -16,7 +21,8 @@ struct StdinSource: Source {
     func run(_ context: SourceContext) async throws {
         let reader = DescriptorReader(fileDescriptor: descriptor, chunkBytes: Self.chunkBytes)
         context.stop.onStop { reader.wake() }
-        var splitter = LineSplitter(maxLineBytes: config.maxLineBytes)
+        var splitter = context.handOver.take(LineSplitter.self) ?? LineSplitter(maxLineBytes: config.maxLineBytes)
+        splitter.maxLineBytes = config.maxLineBytes
         var decoder = LineDecoder(
             decoding: config.decoding, multiline: config.multiline, sourceID: context.id, log: context.log)
         let multiline = MultilineCounters()
@@ -50,6 +56,7 @@ struct StdinSource: Source {
             await send(batches, to: context.output)
         }
         decoder.finish()
+        if context.handOver.isWanted { context.handOver.leave(splitter) }
     }
 
     private func send(_ batches: [[Event]], to output: EventOutput) async {

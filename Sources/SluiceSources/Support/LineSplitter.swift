@@ -7,7 +7,7 @@
 /// A line longer than `maxLineBytes` is reported once as oversize and skipped up to its newline, never split
 /// into two lines. The last line needs no newline. A UTF-8 byte-order mark at the very start of the stream is
 /// skipped, as Windows tools write one; anywhere else it is content.
-public struct LineSplitter {
+public struct LineSplitter: Sendable {
     /// One line, or the fact that an oversize line was skipped.
     public enum Piece {
         /// A line without its newline; the buffer is valid only during the callback.
@@ -16,8 +16,8 @@ public struct LineSplitter {
         case oversize(number: Int)
     }
 
-    /// The longest line accepted, in bytes, without the newline.
-    public let maxLineBytes: Int
+    /// The longest line accepted, in bytes, without the newline; a change applies from the next line completed.
+    public var maxLineBytes: Int
     private var carry: [UInt8] = []
     private var skipping = false
     private var lineNumber = 0

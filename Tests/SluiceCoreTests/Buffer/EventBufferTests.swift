@@ -92,8 +92,9 @@ struct EventBufferTests {
         #expect(metrics.snapshot().discarded.total == 0)
     }
 
-    @Test func aBlockedProducerWaitsUntilTheConsumerMakesRoom() async {
-        let (buffer, _) = makeBuffer(.block(maxEvents: 4))
+    /// A full `block` buffer of four (0 to 3) and a producer parked on it with 4 and 5, which then finishes.
+    func parkedProducer() async -> (EventBuffer, ComponentMetrics, Task<Void, Never>) {
+        let (buffer, metrics) = makeBuffer(.block(maxEvents: 4))
         await buffer.send(Self.events(0..<4))
         let producer = Task {
             await buffer.send(Self.events(4..<6))
@@ -105,12 +106,69 @@ struct EventBufferTests {
             await Task.yield()
         }
         #expect(buffer.snapshot().producersBlocked == 1)
+        return (buffer, metrics, producer)
+    }
+
+    @Test func aBlockedProducerWaitsUntilTheConsumerMakesRoom() async {
+        let (buffer, _, producer) = await parkedProducer()
         // The producer cannot finish until room is made, so the next batch is exactly the first four.
         #expect(Self.values(await buffer.next() ?? []) == [0, 1, 2, 3])
         await producer.value
         #expect(Self.values(await buffer.next() ?? []) == [4, 5])
         #expect(await buffer.next() == nil)
         #expect(buffer.snapshot().blockedSecsTotal > 0)
+    }
+
+    /// A reload's new policy applies to what is buffered: a smaller `drop_oldest` keeps the newest and counts the
+    /// rest, and from then on arrivals follow it.
+    @Test func anotherPolicyAppliesToWhatIsBufferedAndWhatComes() async {
+        let (buffer, metrics) = makeBuffer(.block(maxEvents: 10))
+        await buffer.send(Self.events(0..<8))
+        buffer.change(to: .dropOldest(maxEvents: 5))
+        #expect(buffer.snapshot().events == 5)
+        await buffer.send(Self.events(8..<10))
+        buffer.finishProducer()
+        #expect(await drain(buffer) == [5, 6, 7, 8, 9])
+        let snapshot = metrics.snapshot()
+        #expect(snapshot.received == 10)
+        #expect(snapshot.discarded[.bufferFull] == 5)
+        #expect(snapshot.buffer?.whenFull == "drop_oldest")
+        #expect(snapshot.buffer?.maxEvents == 5)
+    }
+
+    /// A producer parked on a full `block` buffer goes on once a larger capacity makes room, without a read.
+    @Test func aLargerCapacityReleasesAParkedProducer() async {
+        let (buffer, metrics, producer) = await parkedProducer()
+        buffer.change(to: .block(maxEvents: 100))
+        await producer.value
+        #expect(buffer.snapshot().events == 6)
+        #expect(await drain(buffer) == Array(0..<6))
+        #expect(metrics.snapshot().discarded.total == 0)
+    }
+
+    /// Turning into `latest_per_key` keys what is buffered, in order, and counts what the newer events replace.
+    @Test func becomingLatestPerKeyKeysWhatIsBuffered() async throws {
+        let (buffer, metrics) = makeBuffer(.block(maxEvents: 10))
+        func reading(_ device: String, _ seq: Int) -> Event {
+            Event(["device": .string(device), "seq": .int(Int64(seq))])
+        }
+        await buffer.send([reading("a", 1), reading("b", 1), reading("a", 2)])
+        buffer.change(to: .latestPerKey(maxEvents: 10, key: try Expression(".device")))
+        await buffer.send([reading("b", 2), reading("c", 1)])
+        buffer.change(to: .unbounded)
+        await buffer.send([reading("c", 2)])
+        buffer.finishProducer()
+        var taken: [JSONValue] = []
+        while let batch = await buffer.next() { taken += batch.map(\.value) }
+        #expect(
+            taken == [
+                ["device": "a", "seq": 2], ["device": "b", "seq": 2], ["device": "c", "seq": 1],
+                ["device": "c", "seq": 2],
+            ])
+        let snapshot = metrics.snapshot()
+        #expect(snapshot.received == 6)
+        #expect(snapshot.discarded[.superseded] == 2)
+        #expect(snapshot.received == taken.count + snapshot.discarded.total)
     }
 
     @Test func closingDiscardsWhatIsBufferedAndWhatArrivesAndReleasesProducers() async {

@@ -7,9 +7,9 @@ answers commands, one per line on stdin, with one JSON line on stdout each. TOPI
 separated by commas: the mock keeps only about the last 5 MB of a partition (older messages are gone), so a large
 test spreads its messages over several topics.
 
-  produce TOPICS N [KEYS]         N messages {"n": i, "key": "k<i % KEYS>", "device": "d-<i % KEYS>",
+  produce TOPICS N [KEYS [FIRST]] N messages {"n": i, "key": "k<i % KEYS>", "device": "d-<i % KEYS>",
                                   "temperature": i % 40 + 0.5, "lane": i % T, "pad": ...} with key k<i % KEYS>,
-                                  message i to topic i % T of the T TOPICS; answers
+                                  message i to topic i % T of the T TOPICS, for i from FIRST (0); answers
                                   {"produced": N, "seconds": s}
   check TOPICS N [SECS]            reads TOPIC from the start (a fresh group) until N distinct values of "n" came and
                                   then nothing for a second, or nothing came for SECS seconds (default 20); answers count, distinct n, the
@@ -45,11 +45,11 @@ def answer(value):
     print(json.dumps(value), flush=True)
 
 
-def produce(topics, count, keys=10):
+def produce(topics, count, keys=10, first=0):
     producer = confluent_kafka.Producer({"bootstrap.servers": brokers, "linger.ms": 5, "enable.idempotence": True})
     began = time.time()
     pad = "x" * arguments.pad
-    for i in range(count):
+    for i in range(first, first + count):
         key = f"k{i % keys}"
         lane = i % len(topics)
         value = json.dumps({"n": i, "key": key, "device": f"d-{i % keys}", "temperature": i % 40 + 0.5, "lane": lane,
@@ -135,7 +135,7 @@ for line in sys.stdin:
         continue
     command, rest = words[0], words[1:]
     if command == "produce":
-        produce(rest[0].split(","), int(rest[1]), *(int(w) for w in rest[2:3]))
+        produce(rest[0].split(","), int(rest[1]), *(int(w) for w in rest[2:4]))
     elif command == "check":
         check(rest[0].split(","), int(rest[1]), *(float(w) for w in rest[2:3]))
     elif command == "committed":
