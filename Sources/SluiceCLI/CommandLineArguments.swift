@@ -175,7 +175,7 @@ let usage = """
 
     commands:
       run        run the pipeline in FILE until its sources end or SIGINT/SIGTERM (a second signal exits at once);
-                 SIGHUP, or with --watch a change to FILE, reloads it: changed transforms and sinks are replaced
+                 SIGHUP, or with --watch a change to FILE, reloads it: changed components are replaced in place
       validate   check pipeline files and print every problem with its line and column
       test       run the tests in pipeline files ('tests:'): events into transforms, checks on what comes out
       graph      print the pipeline in FILE as a graph: Graphviz DOT, or a Mermaid flowchart

@@ -133,6 +133,45 @@ struct SourceReloadEndToEndTests {
         #expect(compact.contains("\"offset\":\(size)"), "\(checkpoints)")
     }
 
+    /// A WebSocket server given another `decoding` listens anew (on a new port here, as it asked for port 0): what
+    /// its first clients sent came through as JSON, what later ones send as text.
+    @Test func aWebSocketServerListensAnewWithItsNewOptions() throws {
+        let yaml = { (decoding: String) in
+            """
+            sources: {clients: {type: websocket_server, listen: 127.0.0.1:0, decoding: \(decoding)}}
+            sinks: {out: {type: stdout, inputs: [clients]}}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        }
+        let pipeline = try TemporaryPipeline(yaml("json"))
+        defer { pipeline.remove() }
+        let (child, port) = try SluiceProcess.serving(pipeline)
+        defer { child.killIfRunning() }
+        var lines: [String] = []
+        var partial = Data()
+        let first = try WebSocketPeer("client", ["--url", "ws://127.0.0.1:\(port)/", "--send", "--messages", "100"])
+        defer { first.stop() }
+        FileSourceEndToEndTests.readLines(child, until: 100, into: &lines, &partial)
+        try reload(child, pipeline, to: yaml("text"), expecting: "applied: replaced 'clients'")
+        let announcement = "listening on ws://127.0.0.1:"
+        #expect(child.waitForErrorText(announcement, times: 2), "\(child.errorText)")
+        let newPort = try #require(
+            Int(child.errorText.components(separatedBy: announcement).last!.prefix { $0.isNumber }))
+        let second = try WebSocketPeer(
+            "client", ["--url", "ws://127.0.0.1:\(newPort)/", "--send", "--messages", "100"])
+        defer { second.stop() }
+        FileSourceEndToEndTests.readLines(child, until: 200, into: &lines, &partial)
+        kill(child.process.processIdentifier, SIGTERM)
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        #expect(lines.count == 200)
+        #expect(lines.prefix(100).allSatisfy { $0.hasPrefix("{\"n\":") }, "\(lines.prefix(3))")
+        #expect(lines.suffix(100).allSatisfy { $0.hasPrefix("{\"message\":\"{\\\"n\\\": ") }, "\(lines.suffix(3))")
+        let source = try #require(try pipeline.finalComponent("clients"))
+        #expect(source.int("received_events_total") == 200)
+        #expect(source.balances)
+    }
+
     /// A simulator given another rate goes on with the same fleet: every device's `seq` runs on without a gap or
     /// repeat, the virtual clock does not jump back, and `count` counts the readings of both.
     @Test func aSimulatorKeepsItsFleetAndCount() throws {

@@ -102,8 +102,9 @@ public final class PipelineRunner: Sendable {
     /// connected to its new inputs and disconnected from its old ones, each old one telling it so once its current
     /// batch is delivered; a transform or sink whose options changed is replaced at its next batch boundary, a
     /// transform after emitting what it holds, a sink after writing what it took, both with their input buffers and
-    /// counters. A change that involves a transform running in another's task (fused), other than new options,
-    /// needs a restart. Returns what was done, as metrics show it.
+    /// counters; a source whose options changed hands its place to its replacement (``SourceHandOver``); another
+    /// buffer policy applies in place. A change that involves a transform running in another's task (fused), other
+    /// than new options, first splits its chain. Returns what was done, as metrics show it.
     @discardableResult
     public func reload(_ new: PipelineDefinition) -> ReloadStatus.Reload {
         let now = WallClock.nowMillis()
