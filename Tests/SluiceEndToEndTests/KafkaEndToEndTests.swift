@@ -361,6 +361,44 @@ struct KafkaEndToEndTests {
     }
 
     /// No broker at all: the source reports it once, retries without spinning, and stops cleanly when asked.
+    /// Every broker goes down for four seconds (connections closed, new ones refused) and comes back, under a
+    /// running copy: the source and the sink report it a bounded number of times, use little CPU while they
+    /// retry, and go on afterwards; nothing is lost, and the group's offsets reach the end.
+    @Test func aClusterRestartIsReportedAndSurvived() throws {
+        let peer = try KafkaPeer(controllable: true)
+        defer { peer.stop() }
+        #expect(try peer.ask("produce in 20000")["produced"] as? Int == 20_000)
+        let pipeline = try TemporaryPipeline(Self.copyPipeline(group: "restart"))
+        defer { pipeline.remove() }
+        let child = try Self.start(pipeline, peer)
+        defer { child.killIfRunning() }
+        #expect(Self.waitForReport(pipeline, "out") { $0.int("sent_events_total") == 20_000 })
+        #expect(try peer.ask("down")["down"] as? Int == 3)
+        let before = child.cpuSeconds ?? 0
+        // The errors are reported once the clients notice the brokers are gone.
+        #expect(child.waitForErrorText("kafka:", seconds: 20), "\(child.errorText)")
+        usleep(4_000_000)
+        let used = (child.cpuSeconds ?? 0) - before
+        if !underSanitizer { #expect(used < 2, "\(used) s of CPU while the brokers were down") }
+        #expect(child.process.isRunning, "a cluster restart does not end the run")
+        #expect(try peer.ask("up")["up"] as? Int == 3)
+        #expect(try peer.ask("produce in 20000 10 20000")["produced"] as? Int == 20_000)
+        let check = try peer.ask("check out 40000 60")
+        #expect(check["distinct"] as? Int == 40_000, "\(check)")
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        let reports = child.errorText.components(separatedBy: "\n").filter { $0.contains("kafka:") }
+        #expect(reports.count <= 20, "reported per change of state, not per retry:\n\(reports.joined(separator: "\n"))")
+        #expect(try peer.ask("committed restart in")["sum"] as? Int == 40_000)
+        let source = try #require(try pipeline.finalComponent("in"))
+        let sink = try #require(try pipeline.finalComponent("out"))
+        #expect(source.balances && sink.balances)
+        #expect(sink.int("sent_events_total") == source.int("received_events_total"))
+        print(
+            "kafka restart: \(used) s of CPU in the 4 s down, \(reports.count) reports:\n"
+                + reports.joined(separator: "\n"))
+    }
+
     @Test func anUnreachableClusterIsReportedOnceAndRetriedWithoutSpinning() throws {
         let pipeline = try TemporaryPipeline(
             Self.copyPipeline(group: "nobody", sink: "type: blackhole\ninputs: [in]"))

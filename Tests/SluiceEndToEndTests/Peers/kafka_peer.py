@@ -19,6 +19,9 @@ test spreads its messages over several topics.
   committed GROUP TOPICS          the group's committed offset per partition of TOPICS, and their sum
   consume TOPICS N                a plain consumer (librdkafka under Python), reading N messages from the start as
                                   fast as it can; answers {"count": n, "seconds": s} (the benchmarks' reference)
+  down                            (with --controllable) every broker closes its connections and refuses new ones, as
+                                  a cluster being restarted does; answers {"down": 3}
+  up                              (with --controllable) the brokers accept connections again; answers {"up": 3}
   quit                            ends the process (the cluster goes with it)
 
 Every loop is bounded by a deadline; the process ends by itself after --lifetime seconds.
@@ -32,12 +35,39 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 parser = argparse.ArgumentParser()
 parser.add_argument("--lifetime", type=float, default=600)
 parser.add_argument("--pad", type=int, default=0, help="bytes of padding in each produced message")
+parser.add_argument("--controllable", action="store_true",
+                    help="host the cluster through librdkafka's C API (ctypes), so that its brokers can go down and up")
 arguments = parser.parse_args()
 
 threading.Timer(arguments.lifetime, lambda: (sys.stdout.flush(), __import__("os")._exit(3))).start()
 
-cluster = confluent_kafka.Producer({"test.mock.num.brokers": 3})
-brokers = ",".join(f"{b.host}:{b.port}" for b in cluster.list_topics(timeout=10).brokers.values())
+BROKER_IDS = (1, 2, 3)
+if arguments.controllable:
+    # The Python client does not expose the mock cluster's handle; librdkafka's C API does: a client of our own
+    # (never used to produce) hosts a cluster whose brokers rd_kafka_mock_broker_set_down/_up control.
+    import ctypes
+    rdkafka = ctypes.CDLL("librdkafka.so.1")
+    rdkafka.rd_kafka_conf_new.restype = ctypes.c_void_p
+    rdkafka.rd_kafka_new.restype = ctypes.c_void_p
+    rdkafka.rd_kafka_new.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    rdkafka.rd_kafka_mock_cluster_new.restype = ctypes.c_void_p
+    rdkafka.rd_kafka_mock_cluster_new.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    rdkafka.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
+    rdkafka.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
+    for name in ("rd_kafka_mock_broker_set_down", "rd_kafka_mock_broker_set_up"):
+        getattr(rdkafka, name).argtypes = [ctypes.c_void_p, ctypes.c_int32]
+        getattr(rdkafka, name).restype = ctypes.c_int
+    reason = ctypes.create_string_buffer(512)
+    host = rdkafka.rd_kafka_new(0, rdkafka.rd_kafka_conf_new(), reason, len(reason))
+    if not host:
+        raise SystemExit("cannot make a librdkafka client: " + reason.value.decode())
+    mock = rdkafka.rd_kafka_mock_cluster_new(host, len(BROKER_IDS))
+    if not mock:
+        raise SystemExit("cannot make a mock cluster")
+    brokers = rdkafka.rd_kafka_mock_cluster_bootstraps(mock).decode()
+else:
+    cluster = confluent_kafka.Producer({"test.mock.num.brokers": 3})
+    brokers = ",".join(f"{b.host}:{b.port}" for b in cluster.list_topics(timeout=10).brokers.values())
 print("BROKERS " + brokers, flush=True)
 
 
@@ -142,6 +172,9 @@ for line in sys.stdin:
         committed(rest[0], rest[1].split(","))
     elif command == "consume":
         consume(rest[0].split(","), int(rest[1]))
+    elif command in ("down", "up") and arguments.controllable:
+        change = rdkafka.rd_kafka_mock_broker_set_down if command == "down" else rdkafka.rd_kafka_mock_broker_set_up
+        answer({command: sum(1 for broker in BROKER_IDS if change(mock, broker) == 0)})
     elif command == "quit":
         break
     else:

@@ -15,11 +15,12 @@ final class KafkaPeer: @unchecked Sendable {
     private let commands = Pipe()
     private let answers = Pipe()
 
-    /// Starts the peer, waiting (bounded by the peer's own start) until it names its brokers.
-    init(pad: Int = 0) throws {
+    /// Starts the peer, waiting (bounded by the peer's own start) until it names its brokers; a `controllable` one
+    /// can take its brokers down and up (`ask("down")`, `ask("up")`).
+    init(pad: Int = 0, controllable: Bool = false) throws {
         let script = SluiceProcess.repository.appendingPathComponent("Tests/SluiceEndToEndTests/Peers/kafka_peer.py")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [script.path, "--pad", String(pad)]
+        process.arguments = [script.path, "--pad", String(pad)] + (controllable ? ["--controllable"] : [])
         process.standardInput = commands
         process.standardOutput = answers
         process.standardError = FileHandle.nullDevice
