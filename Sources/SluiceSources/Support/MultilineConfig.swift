@@ -1,4 +1,4 @@
-public import SluiceCore
+internal import SluiceCore
 internal import SluiceRegex
 
 /// The `multiline` option of text sources: lines that do not match `start_pattern` continue the event begun by the
