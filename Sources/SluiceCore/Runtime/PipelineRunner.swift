@@ -30,7 +30,7 @@ public final class PipelineRunner: Sendable {
     private let failures = Mutex<[String]>([])
     private let outputClosed = Mutex(false)
     /// What holds events, upstream first: each component's input buffer, then its task's or sink's mark.
-    private let holders = Mutex<[@Sendable () -> UInt64]>([])
+    private let holders = Mutex<[(id: String, read: @Sendable () -> UInt64)]>([])
     /// The running components, what reloads changed and have not been applied yet, and how they went.
     private let live: Mutex<LiveState>
     /// How many replacements wait in `live`: every task looks here after each batch, without taking the lock.
@@ -184,14 +184,10 @@ public final class PipelineRunner: Sendable {
         guard chain.count > 1, let tailOutputs = state.running[chain.last!]?.outputs else { return }
         let metrics = Dictionary(uniqueKeysWithValues: state.metrics.map { ($0.id, $0) })
         let definitions = Dictionary(uniqueKeysWithValues: state.current.components.map { ($0.id, $0) })
-        // Upstream first, as `holders` reads them.
         let inputs = chain.dropFirst().map { id in
             let buffer = EventBuffer(policy: .default, producers: 1, owner: metrics[id]!)
             let mark = HeldMark()
-            holders.locked { holders in
-                holders.append { buffer.oldestHeldIngestNanos }
-                holders.append { mark.value }
-            }
+            addHolders(id, [{ buffer.oldestHeldIngestNanos }, { mark.value }], in: state.current)
             return (buffer, mark)
         }
         // Each part sends into the next one's buffer; the last keeps the chain's outputs.
@@ -234,10 +230,9 @@ public final class PipelineRunner: Sendable {
                 policy: component.buffer ?? .default, producers: component.inputs.count, owner: counters)
             inputs[component.id] = buffer
             marks[component.id] = HeldMark()
-            holders.locked { holders in
-                holders.append { buffer.oldestHeldIngestNanos }
-                holders.append { [mark = marks[component.id]!] in mark.value }
-            }
+            addHolders(
+                component.id, [{ buffer.oldestHeldIngestNanos }, { [mark = marks[component.id]!] in mark.value }],
+                in: new)
         }
         let running = state.running
         /// The input buffer of `id`, new or running.
@@ -405,9 +400,24 @@ public final class PipelineRunner: Sendable {
     ///
     /// No event slips past: holders are read upstream first, and each hands a batch on (its consumer's buffer
     /// holds it) before it lets go of it, so an event moving while they are read is found further down. (What a
-    /// reload adds is read last.)
+    /// reload adds or a split makes takes its place in that order: ``addHolders(_:_:in:)``.)
     public func heldSinceNanos() -> UInt64 {
-        holders.locked { $0 }.reduce(UInt64.max) { min($0, $1()) }
+        holders.locked { $0 }.reduce(UInt64.max) { min($0, $1.read()) }
+    }
+
+    /// Adds what component `id` holds to `holders`, before what any component downstream of it in `definition`
+    /// holds, so that they are still read upstream first.
+    private func addHolders(_ id: String, _ reads: [@Sendable () -> UInt64], in definition: PipelineDefinition) {
+        var downstream: Set<String> = []
+        var next = definition.allConsumers(of: id)
+        while let consumer = next.popLast() {
+            guard downstream.insert(consumer).inserted else { continue }
+            next += definition.allConsumers(of: consumer)
+        }
+        holders.locked { holders in
+            let position = holders.firstIndex { downstream.contains($0.id) } ?? holders.endIndex
+            holders.insert(contentsOf: reads.map { (id, $0) }, at: position)
+        }
     }
 
     /// Component ids with every component after all those it reads from.
@@ -478,8 +488,8 @@ public final class PipelineRunner: Sendable {
         }
         holders.locked { holders in
             for id in upstreamFirst() {
-                if let buffer = buffers[id] { holders.append { buffer.oldestHeldIngestNanos } }
-                if let mark = marks[id] { holders.append { mark.value } }
+                if let buffer = buffers[id] { holders.append((id, { buffer.oldestHeldIngestNanos })) }
+                if let mark = marks[id] { holders.append((id, { mark.value })) }
             }
         }
         let periodic = Task { await reporter?.runPeriodically() }
