@@ -400,7 +400,7 @@ public final class PipelineRunner: Sendable {
     ///
     /// No event slips past: holders are read upstream first, and each hands a batch on (its consumer's buffer
     /// holds it) before it lets go of it, so an event moving while they are read is found further down. (What a
-    /// reload adds or a split makes takes its place in that order: ``addHolders(_:_:in:)``.)
+    /// reload adds or a split makes takes its place in that order: `addHolders`.)
     public func heldSinceNanos() -> UInt64 {
         holders.locked { $0 }.reduce(UInt64.max) { min($0, $1.read()) }
     }
