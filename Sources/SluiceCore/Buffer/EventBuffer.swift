@@ -171,15 +171,7 @@ public final class EventBuffer: Sendable {
     /// the policy meanwhile (they were not counted here).
     private func sendLatest(_ batch: ArraySlice<Event>, key: Expression) -> [Event] {
         var discards = DiscardCounts()
-        var keyed: [(Event, JSONValue)] = []
-        keyed.reserveCapacity(batch.count)
-        for event in batch {
-            do {
-                keyed.append((event, try key.evaluate(event)))
-            } catch {
-                discards[.error] += 1
-            }
-        }
+        let keyed = Self.keyed(batch, by: key, &discards)
         let (consumer, again) = state.locked { state -> (CheckedContinuation<Void, Never>?, [Event]) in
             if state.closed {
                 discards[.error] += keyed.count
@@ -195,6 +187,22 @@ public final class EventBuffer: Sendable {
         consumer?.resume()
         owner.recordDiscarded(discards)
         return again
+    }
+
+    /// Each event with its key; an event whose key cannot be evaluated is left out and counted under `error`.
+    private static func keyed(
+        _ events: some Collection<Event>, by key: Expression, _ discards: inout DiscardCounts
+    ) -> [(Event, JSONValue)] {
+        var keyed: [(Event, JSONValue)] = []
+        keyed.reserveCapacity(events.count)
+        for event in events {
+            do {
+                keyed.append((event, try key.evaluate(event)))
+            } catch {
+                discards[.error] += 1
+            }
+        }
+        return keyed
     }
 
     private static func insert(
@@ -224,13 +232,7 @@ public final class EventBuffer: Sendable {
             case .latestPerKey(let max, let key):
                 // Keyed here, under the lock, once: a reload is rare, and nothing may arrive in between.
                 var queue = KeyedQueue()
-                for event in buffered {
-                    guard let value = try? key.evaluate(event) else {
-                        discards[.error] += 1
-                        continue
-                    }
-                    Self.insert([(event, value)], max: max, into: &queue, &discards)
-                }
+                Self.insert(Self.keyed(buffered, by: key, &discards), max: max, into: &queue, &discards)
                 state.keyed = queue
             case .dropOldest(let max) where buffered.count > max:
                 state.queue.append(buffered.dropFirst(buffered.count - max))

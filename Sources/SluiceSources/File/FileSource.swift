@@ -48,7 +48,7 @@ final class FileSource: Source {
     func run(_ context: SourceContext) async throws {
         let place = context.handOver.take(Place.self)
         let keeper =
-            try place?.keeper.flatMap { place?.dataDirectory == config.dataDirectory ? $0 : nil }
+            try place.flatMap { $0.dataDirectory == config.dataDirectory ? $0.keeper : nil }
             ?? config.dataDirectory.map { directory throws(FileSourceError) in
                 try FileCheckpointKeeper(store: FileCheckpointStore(directory: directory, sourceID: context.id))
             }
@@ -115,9 +115,7 @@ final class FileSource: Source {
             // The next instance commits from now on; one with another data_dir starts its own checkpoints, so
             // what is finished so far is committed here.
             let keeper = self.keeper.locked { $0.take() }?.0
-            if let keeper, config.dataDirectory != nil {
-                keeper.commit(finishedBefore: context.finishedBefore(), log: context.log)
-            }
+            keeper?.commit(finishedBefore: context.finishedBefore(), log: context.log)
             context.handOver.leave(
                 Place(readThrough: tailer.readThrough, keeper: keeper, dataDirectory: config.dataDirectory))
         }

@@ -30,7 +30,8 @@ struct SimulatorSource: Source {
             context.log.info("simulator '\(context.id)': seed \(seed) (set 'seed: \(seed)' to repeat this run)")
         }
         var fleet: Fleet
-        if let place, place.seed == seed, place.options.shapesTheSameFleet(as: config) {
+        // The same options make the same seed: a random one is the place's.
+        if let place, place.options.shapesTheSameFleet(as: config) {
             fleet = place.fleet
         } else {
             fleet = Fleet(config, seed: seed)
