@@ -153,10 +153,13 @@ final class SluiceProcess: @unchecked Sendable {
     var errorText: String { String(decoding: collectedErrors.locked { $0 }, as: UTF8.self) }
 
     /// Starts `pipeline` and returns the child once it has said which port its server listens on.
-    static func serving(_ pipeline: TemporaryPipeline, scheme: String = "ws") throws -> (SluiceProcess, Int) {
+    /// `input` feeds stdin (by default it is closed at once).
+    static func serving(
+        _ pipeline: TemporaryPipeline, scheme: String = "ws", input: @escaping @Sendable (Int) -> Data? = { _ in nil }
+    ) throws -> (SluiceProcess, Int) {
         let child = SluiceProcess(["run", pipeline.path])
         try child.start()
-        child.feed { _ in nil }
+        child.feed(input)
         let announcement = "listening on \(scheme)://127.0.0.1:"
         #expect(child.waitForErrorText(announcement))
         let tail = try #require(child.errorText.components(separatedBy: announcement).last)
