@@ -52,7 +52,7 @@ struct TailedFile {
         var taken = splitter
         splitter = LineSplitter(maxLineBytes: 0)
         defer { splitter = taken }
-        return decoder.decode(batchLimit: FileSource.batchLimit) { emit in taken.feed(bytes, emit) }
+        return decoder.decode(batchLimit: FileSource.batchLimit, input: bytes) { emit in taken.feed(bytes, emit) }
     }
 
     /// Decodes a last line without a newline and any open multi-line event: the file has ended.

@@ -1,7 +1,14 @@
+internal import Dispatch
 internal import SluiceCore
 
 /// Turns lines into events (joining multi-line events first, with `multiline`), counting events as received and
 /// bad lines as discarded, and reporting bad lines on standard error without flooding it.
+///
+/// Without `multiline`, a large input (a full read of stdin or a file) is decoded on both cores: the splitter's
+/// lines are collected first (a `memchr` pass), then the first half is decoded on this thread while a Dispatch
+/// worker decodes the second, and the halves are joined in order. Decoding (the canonical-text scan and the copy
+/// of each line) is most of a source's work, and one source on one core was the bottleneck of the stdin pipelines.
+/// Whole halves of a read are handed over, never batches, so the hand-off costs once per read.
 struct LineDecoder {
     let decoding: EventDecoding
     let sourceID: String
@@ -10,7 +17,17 @@ struct LineDecoder {
     private var received = 0
     private var discards = DiscardCounts()
     private var reporter = RateLimitedReporter()
-    private var scanner = CanonicalJSONScanner()
+    /// One scanner for each half of an input decoded in parallel; the first also serves the sequential paths.
+    private var scanners = [CanonicalJSONScanner(), CanonicalJSONScanner()]
+    /// The lines of the input being decoded, collected before decoding them (the storage is kept).
+    private var collected: [CollectedLine] = []
+    /// The bytes of lines that are not in the input (the splitter joined them from two reads, and lends them only
+    /// during its callback).
+    private var copied: [UInt8] = []
+
+    /// Fewer lines than this are decoded on this thread alone: handing half to another thread costs about as much
+    /// as decoding a few dozen lines.
+    static let parallelLines = 512
 
     init(decoding: EventDecoding, multiline: MultilineConfig? = nil, sourceID: String, log: Logger) {
         self.decoding = decoding
@@ -20,12 +37,102 @@ struct LineDecoder {
     }
 
     /// Runs `split`, which calls back with each line, and returns the events decoded from them in batches of at
-    /// most `batchLimit` (built whole, so none is copied to be cut up later). With `flush`, a multi-line event
-    /// still open afterwards is emitted too (its timeout passed, or the input ended).
-    mutating func decode(batchLimit: Int, flush: Bool = false, _ split: ((LineSplitter.Piece) -> Void) -> Void)
-        -> [[Event]]
-    {
+    /// most `batchLimit` (built whole, so none is copied to be cut up later). `input` is what `split` reads: its
+    /// lines need not be copied before they are decoded. With `flush`, a multi-line event still open afterwards is
+    /// emitted too (its timeout passed, or the input ended).
+    mutating func decode(
+        batchLimit: Int, flush: Bool = false, input: UnsafeBufferPointer<UInt8>? = nil,
+        _ split: ((LineSplitter.Piece) -> Void) -> Void
+    ) -> [[Event]] {
         let now = MonotonicClock.nanos()
+        guard multiline == nil else { return decodeJoiningLines(batchLimit: batchLimit, flush: flush, now: now, split) }
+        collect(input: input, split)
+        defer {
+            collected.removeAll(keepingCapacity: true)
+            copied.removeAll(keepingCapacity: collected.capacity <= 1 << 20)
+        }
+        received += collected.count
+        var halves = decodeCollected(
+            inParallel: collected.count >= Self.parallelLines, batchLimit: batchLimit, now: now)
+        for half in halves {
+            for line in half.rejected { report(line, now: now) }
+        }
+        // The first half's last batch may be short; the second's batches follow it.
+        for batch in halves[1].batches where !batch.isEmpty { halves[0].batches.append(batch) }
+        return halves[0].batches
+    }
+
+    /// Gathers the lines `split` calls back with, copying those that are not in `input`.
+    private mutating func collect(input: UnsafeBufferPointer<UInt8>?, _ split: ((LineSplitter.Piece) -> Void) -> Void) {
+        let inputRange = input.flatMap { input in input.baseAddress.map { $0..<($0 + input.count) } }
+        split { piece in
+            switch piece {
+            case .line(let bytes, let number):
+                if let start = bytes.baseAddress, let inputRange, inputRange.contains(start),
+                    start + bytes.count <= inputRange.upperBound
+                {
+                    collected.append(.inInput(bytes, number: number))
+                } else {
+                    let start = copied.count
+                    copied.append(contentsOf: bytes)
+                    collected.append(.copied(start..<copied.count, number: number))
+                }
+            case .oversize(let number): collected.append(.oversize(number: number))
+            }
+        }
+    }
+
+    /// Decodes the collected lines: all on this thread, or the first half here and the second on a Dispatch
+    /// worker, each with its own scanner.
+    private mutating func decodeCollected(inParallel: Bool, batchLimit: Int, now: UInt64) -> [DecodedLines] {
+        let middle = inParallel ? collected.count / 2 : collected.count
+        var halves = [DecodedLines(), DecodedLines()]
+        let decoding = decoding
+        collected.withUnsafeBufferPointer { lines in
+            copied.withUnsafeBufferPointer { copied in
+                scanners.withUnsafeMutableBufferPointer { scanners in
+                    halves.withUnsafeMutableBufferPointer { halves in
+                        let work = ParallelHalves(
+                            lines: lines, copied: copied, scanners: scanners, halves: halves, middle: middle)
+                        if inParallel {
+                            DispatchQueue.concurrentPerform(iterations: 2) { half in
+                                work.decode(half, decoding: decoding, batchLimit: batchLimit, now: now)
+                            }
+                        } else {
+                            work.decode(0, decoding: decoding, batchLimit: batchLimit, now: now)
+                        }
+                    }
+                }
+            }
+        }
+        return halves
+    }
+
+    /// Counts and reports a line that gave no event.
+    private mutating func report(_ line: DecodedLines.Rejected, now: UInt64) {
+        let sourceID = sourceID
+        switch line {
+        case .invalid(let number, let reason):
+            discards[.parseError] += 1
+            reporter.report(to: log, now: now) {
+                "\(sourceID): line \(number) is not valid JSON (\(reason)); counted under parse_error"
+            } summary: {
+                "\(sourceID): \($0) more lines were not valid JSON; see parse_error in the metrics"
+            }
+        case .oversize(let number):
+            discards[.oversize] += 1
+            reporter.report(to: log, now: now) {
+                "\(sourceID): line \(number) is longer than max_line_bytes; skipped and counted under oversize"
+            } summary: {
+                "\(sourceID): \($0) more lines were skipped; see the metrics"
+            }
+        }
+    }
+
+    /// The way with `multiline`: lines are joined into events in order, then each event decoded, on this thread.
+    private mutating func decodeJoiningLines(
+        batchLimit: Int, flush: Bool, now: UInt64, _ split: ((LineSplitter.Piece) -> Void) -> Void
+    ) -> [[Event]] {
         var batches: [[Event]] = []
         var events: [Event] = []
         func decodeEvent(_ bytes: UnsafeBufferPointer<UInt8>, number: Int) {
@@ -36,38 +143,27 @@ struct LineDecoder {
             }
             received += 1
             do {
-                events.append(try decoding.decodeEvent(bytes, scanner: &scanner, ingestNanos: now))
+                events.append(try decoding.decodeEvent(bytes, scanner: &scanners[0], ingestNanos: now))
             } catch {
-                discards[.parseError] += 1
-                let reason = bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } ? "an empty line" : "\(error)"
-                reporter.report(to: log, now: now) {
-                    "\(sourceID): line \(number) is not valid JSON (\(reason)); counted under parse_error"
-                } summary: {
-                    "\(sourceID): \($0) more lines were not valid JSON; see parse_error in the metrics"
-                }
+                report(.invalid(number: number, reason: DecodedLines.reason(error, bytes)), now: now)
             }
         }
+        // Taken out for the pass, so that decoding (which counts and reports through `self`) can run inside it.
+        var assembler = multiline!
+        multiline = nil
+        defer { multiline = assembler }
         var lastLine = 0
         split { piece in
             switch piece {
             case .line(let bytes, let number):
                 lastLine = number
-                if multiline != nil {
-                    multiline!.feed(bytes, now: now) { decodeEvent($0, number: number) }
-                } else {
-                    decodeEvent(bytes, number: number)
-                }
+                assembler.feed(bytes, now: now) { decodeEvent($0, number: number) }
             case .oversize(let number):
                 received += 1
-                discards[.oversize] += 1
-                reporter.report(to: log, now: now) {
-                    "\(sourceID): line \(number) is longer than max_line_bytes; skipped and counted under oversize"
-                } summary: {
-                    "\(sourceID): \($0) more lines were skipped; see the metrics"
-                }
+                report(.oversize(number: number), now: now)
             }
         }
-        if flush { multiline?.flush { decodeEvent($0, number: lastLine) } }
+        if flush { assembler.flush { decodeEvent($0, number: lastLine) } }
         batches.append(events)
         return batches
     }
@@ -92,5 +188,77 @@ struct LineDecoder {
     /// Writes the summary of any messages still suppressed.
     mutating func finish() {
         reporter.flush(to: log, force: true) { "\(sourceID): \($0) more bad lines; see the metrics" }
+    }
+}
+
+/// A line gathered before decoding: its bytes in the input being decoded, or in the decoder's copy of lines that
+/// are not, or the fact that it was too long.
+enum CollectedLine {
+    case inInput(UnsafeBufferPointer<UInt8>, number: Int)
+    case copied(Range<Int>, number: Int)
+    case oversize(number: Int)
+}
+
+/// What decoding a run of lines gave: its events in batches, and the lines that gave none, in order.
+struct DecodedLines {
+    enum Rejected {
+        case invalid(number: Int, reason: String)
+        case oversize(number: Int)
+    }
+
+    var batches: [[Event]] = []
+    var rejected: [Rejected] = []
+
+    init() {}
+
+    init(
+        _ lines: UnsafeBufferPointer<CollectedLine>, copied: UnsafeBufferPointer<UInt8>, decoding: EventDecoding,
+        scanner: inout CanonicalJSONScanner, batchLimit: Int, now: UInt64
+    ) {
+        var events: [Event] = []
+        events.reserveCapacity(min(batchLimit, lines.count))
+        func decode(_ bytes: UnsafeBufferPointer<UInt8>, number: Int) {
+            do {
+                events.append(try decoding.decodeEvent(bytes, scanner: &scanner, ingestNanos: now))
+            } catch {
+                rejected.append(.invalid(number: number, reason: Self.reason(error, bytes)))
+            }
+        }
+        for line in lines {
+            if events.count == batchLimit {
+                batches.append(events)
+                events = []
+                events.reserveCapacity(batchLimit)
+            }
+            switch line {
+            case .inInput(let bytes, let number): decode(bytes, number: number)
+            case .copied(let range, let number): decode(UnsafeBufferPointer(rebasing: copied[range]), number: number)
+            case .oversize(let number): rejected.append(.oversize(number: number))
+            }
+        }
+        batches.append(events)
+    }
+
+    /// Why a line is not valid JSON, as the message says it.
+    static func reason(_ error: JSONError, _ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } ? "an empty line" : "\(error)"
+    }
+}
+
+/// The two halves of the collected lines (the second empty when they are decoded on one thread).
+private struct ParallelHalves: @unchecked Sendable {
+    // @unchecked: the buffers outlive `concurrentPerform`, which returns only when both halves are done; the lines
+    // and copied bytes are only read, and half `n` alone writes `scanners[n]` and `halves[n]`.
+    let lines: UnsafeBufferPointer<CollectedLine>
+    let copied: UnsafeBufferPointer<UInt8>
+    let scanners: UnsafeMutableBufferPointer<CanonicalJSONScanner>
+    let halves: UnsafeMutableBufferPointer<DecodedLines>
+    let middle: Int
+
+    func decode(_ half: Int, decoding: EventDecoding, batchLimit: Int, now: UInt64) {
+        let range = half == 0 ? 0..<middle : middle..<lines.count
+        halves[half] = DecodedLines(
+            UnsafeBufferPointer(rebasing: lines[range]), copied: copied, decoding: decoding,
+            scanner: &scanners[half], batchLimit: batchLimit, now: now)
     }
 }

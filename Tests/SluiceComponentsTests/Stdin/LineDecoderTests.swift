@@ -1,0 +1,56 @@
+import SluiceCore
+import Synchronization
+import Testing
+
+@testable import SluiceSources
+
+/// A large read is decoded in two halves on two threads: the events, counts and messages must be exactly those of
+/// decoding it line by line.
+struct LineDecoderTests {
+    /// Decodes `chunks` (then the end of input) and returns the events' texts, the counts and the messages.
+    func decode(_ chunks: [[UInt8]]) -> (events: [String], received: Int, discards: DiscardCounts, log: [String]) {
+        let messages = Mutex<[String]>([])
+        let log = Logger { line in messages.withLock { $0.append(line) } }
+        var decoder = LineDecoder(decoding: .json, sourceID: "in", log: log)
+        var splitter = LineSplitter(maxLineBytes: 100)
+        var events: [Event] = []
+        for chunk in chunks {
+            let batches = chunk.withUnsafeBufferPointer { bytes in
+                decoder.decode(batchLimit: 1024, input: bytes) { emit in splitter.feed(bytes, emit) }
+            }
+            #expect(batches.allSatisfy { $0.count <= 1024 })
+            events += batches.joined()
+        }
+        events += decoder.decode(batchLimit: 1024, flush: true) { emit in splitter.finish(emit) }.joined()
+        let received = decoder.takeReceived()
+        let discards = decoder.takeDiscards()
+        decoder.finish()
+        return (events.map(\.jsonText), received, discards, messages.withLock { $0 })
+    }
+
+    @Test func halvesDecodedApartComeOutInOrderWithEveryLineCounted() {
+        // Bad lines and an oversize one in both halves of the first read, text the scanner leaves to the full parse
+        // (a space), and a line split between the two reads.
+        var lines = (0..<3000).map { #"{"n":\#($0)}"# }
+        for bad in [5, 1700, 2990] { lines[bad] = #"{"n":"# }
+        lines[2500] = String(repeating: "x", count: 200)
+        for spaced in [8, 2000] { lines[spaced] = #"{"n": \#(spaced)}"# }
+        let text = Array((lines.joined(separator: "\n") + "\n").utf8)
+        let cut = text.count * 9 / 10 + 3
+        let whole = decode([Array(text[..<cut]), Array(text[cut...])])
+        // The same lines a few at a time, each read far below the size that is split between threads.
+        let pieces = stride(from: 0, to: text.count, by: 997).map { Array(text[$0..<min($0 + 997, text.count)]) }
+        let small = decode(pieces)
+
+        let expected = (0..<3000).filter { ![5, 1700, 2990, 2500].contains($0) }.map { #"{"n":\#($0)}"# }
+        #expect(whole.events == expected)
+        #expect(small.events == expected)
+        #expect(whole.received == 3000 && small.received == 3000)
+        #expect(whole.discards[.parseError] == 3 && whole.discards[.oversize] == 1)
+        #expect(whole.discards == small.discards)
+        #expect(whole.log == small.log)
+        let named = whole.log.map { $0.contains("line 6 ") || $0.contains("line 1701 ") || $0.contains("line 2501 ") }
+        #expect(named.prefix(3) == [true, true, true], "\(whole.log)")
+        #expect(whole.log.count == 4)
+    }
+}
