@@ -30,15 +30,22 @@ struct BatchQueue {
         }
     }
 
-    /// Removes and returns up to `limit` of the oldest events as one batch.
+    /// A slice of at least this many events is handed on by itself rather than joined with the next ones.
+    static let wholeSliceEvents = 128
+
+    /// Removes and returns up to `limit` of the oldest events as one batch: the oldest slice as it is when it fits
+    /// and is not small, otherwise the oldest events gathered from the front slices.
     mutating func take(upTo limit: Int) -> [Event] {
         let total = min(limit, count)
-        // The common case on a busy edge: the oldest slice is exactly what is taken, usually a producer's whole
-        // batch. Handing its array on costs one retain; copying it would retain and release every event.
-        if total > 0, slices[head].count == total {
+        // The common case on a busy edge: the oldest slice is a producer's whole batch. Handing its array on costs
+        // one retain; joining it with the next would copy (retain, and later release) every event. A consumer
+        // that lags behind finds several batches waiting: it takes them one by one.
+        if total > 0, slices[head].count <= total,
+            slices[head].count == total || slices[head].count >= Self.wholeSliceEvents
+        {
             let front = slices[head]
             popFront()
-            count -= total
+            count -= front.count
             return Array(front)
         }
         var batch: [Event] = []

@@ -13,8 +13,11 @@ public enum EventDecoding: String, ConfigChoice {
         switch self {
         case .json:
             if scanner.isCanonical(bytes) {
+                var text: [UInt8] = []
+                text.reserveCapacity(bytes.count + Self.appendRoom)
+                text.append(contentsOf: bytes)
                 return Event(
-                    canonicalJSON: Array(bytes), topLevelKeys: scanner.topLevelKeys, isFlat: scanner.isFlat,
+                    canonicalJSON: text, topLevelKeys: scanner.topLevelKeys, isFlat: scanner.isFlat,
                     ingestNanos: ingestNanos)
             }
             return Event(try JSONReader.parse(bytes), ingestNanos: ingestNanos)
@@ -22,7 +25,7 @@ public enum EventDecoding: String, ConfigChoice {
             var line = bytes
             if line.last == UInt8(ascii: "\r") { line = UnsafeBufferPointer(rebasing: line.dropLast()) }
             var text: [UInt8] = []
-            text.reserveCapacity(line.count + 14)
+            text.reserveCapacity(line.count + 14 + Self.appendRoom)
             text.append(contentsOf: #"{"message":"#.utf8)
             if JSONWriter.isASCII(line) {
                 JSONWriter.writeString(utf8: line, to: &text)
@@ -40,4 +43,9 @@ public enum EventDecoding: String, ConfigChoice {
     }
 
     private static let messageKey = KeySignature(keys: ["message"])
+
+    /// Bytes of room left after an event's text, so that a map adding a field or two appends in place: growing
+    /// the text instead allocated on the map's thread and freed on the decoder's, and with the decoders on both
+    /// cores the allocator's locks were a fifth of a one-map pipeline's time.
+    static let appendRoom = 64
 }

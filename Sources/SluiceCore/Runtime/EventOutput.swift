@@ -47,6 +47,18 @@ public final class EventOutput: Sendable {
     }
 
     /// Sends `batch` to every consumer and counts it once as sent.
+    /// Sends `batches` in order, letting go of each as it is sent: a consumer that changes a batch in place then
+    /// holds the array's only reference and need not copy it first (while a source kept its whole list of batches
+    /// until the last was sent, every filter and map copied every batch it was given).
+    public func send(batches: consuming [[Event]]) async {
+        var batches = batches
+        for index in batches.indices where !batches[index].isEmpty {
+            let batch = batches[index]
+            batches[index] = []
+            await send(batch)
+        }
+    }
+
     public func send(_ batch: [Event]) async {
         guard !batch.isEmpty else { return }
         metrics?.recordSent(batch.count)

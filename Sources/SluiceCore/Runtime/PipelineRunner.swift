@@ -698,7 +698,9 @@ public final class PipelineRunner: Sendable {
             let read = await input.next(deadlineMillis: deadline)
             split(&stages, &output)
             await applyReplacements(&stages, output)
-            switch read {
+            // Consumed, so that the batch is the array's only owner: a transform that changes it in place would
+            // otherwise copy it first.
+            switch consume read {
             case .events(var batch):
                 await flow(&batch, through: &stages, from: 0, .process, output)
             case .timedOut:

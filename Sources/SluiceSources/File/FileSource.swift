@@ -29,7 +29,7 @@ final class FileSource: Source {
     private let keeper = Mutex<(FileCheckpointKeeper, finishedBefore: @Sendable () -> UInt64)?>(nil)
 
     static let chunkBytes = 1 << 19
-    static let batchLimit = 1024
+    static let batchLimit = EventBuffer.batchEvents
     private static let pollMillis: Int64 = 100
     private static let checkpointInterval = Duration.seconds(1)
 
@@ -94,8 +94,8 @@ final class FileSource: Source {
                 firstScan = false
                 nextScan = now + Int64(config.globIntervalMillis)
             }
-            let round = tailer.readRound()
-            for batch in round.batches where !batch.isEmpty { await context.output.send(batch) }
+            var round = tailer.readRound()
+            await context.output.send(batches: round.takeBatches())
             keeper?.record(round.offsets, madeBefore: MonotonicClock.nanos())
             publish()
             if !round.progressed {
@@ -104,8 +104,8 @@ final class FileSource: Source {
             }
         }
         // Stopping ends at a line boundary; an open multi-line event is complete as far as it goes.
-        let last = tailer.flushAll()
-        for batch in last.batches where !batch.isEmpty { await context.output.send(batch) }
+        var last = tailer.flushAll()
+        await context.output.send(batches: last.takeBatches())
         keeper?.record(last.offsets, madeBefore: MonotonicClock.nanos())
         publish()
         tailer.closeAll()
@@ -162,6 +162,12 @@ struct Tailer {
         var batches: [[Event]] = []
         var offsets: [FileFingerprint: FileCheckpoint] = [:]
         var progressed = false
+
+        /// The batches, given up by the round so that each is let go of as it is sent.
+        mutating func takeBatches() -> [[Event]] {
+            defer { batches = [] }
+            return batches
+        }
     }
 
     // MARK: - Finding files

@@ -6,7 +6,7 @@ internal import Synchronization
 
 /// Reads Kafka topics as a member of a consumer group, with at-least-once delivery.
 ///
-/// A thread of its own polls librdkafka (which blocks), decodes messages into batches of up to 1,024 events and
+/// A thread of its own polls librdkafka (which blocks), decodes messages into batches of up to 1,000 events and
 /// hands them to the source's task, which sends them on. Offsets are committed only for finished events
 /// (``SourceContext/finishedBefore``: written by every sink they reached, or discarded on purpose), in order per
 /// partition, every `commit_interval_ms`, before a partition is given up in a rebalance, and once the pipeline
@@ -69,7 +69,7 @@ final class KafkaReader: Sendable {
     private let context: SourceContext
     private let errors: KafkaErrorReporter
     private let shared = Locked(Shared())
-    static let batchLimit = 1024
+    static let batchLimit = EventBuffer.batchEvents
 
     /// What the poll thread and the source's task both touch.
     private struct Shared {

@@ -9,7 +9,7 @@ internal import SluiceCore
 struct SimulatorSource: Source {
     let config: SimulatorSourceConfig
 
-    private static let batchLimit = 1024
+    private static let batchLimit = EventBuffer.batchEvents
     /// If the pipeline held the simulator back for longer than this, it resumes at the rate instead of bursting.
     private static let maxDebtSecs = 1.0
 

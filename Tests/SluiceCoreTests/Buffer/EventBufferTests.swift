@@ -119,6 +119,46 @@ struct EventBufferTests {
         #expect(buffer.snapshot().blockedSecsTotal > 0)
     }
 
+    /// A batch that fits the capacity goes into a `block` buffer whole: its producer waits for room for all of it
+    /// rather than putting in a part, and the consumer gets each batch as it was sent (a split one would have been
+    /// gathered into a new array, every event copied).
+    @Test func aBatchThatFitsGoesInWholeAndComesOutAsSent() async {
+        let (buffer, _) = makeBuffer(.block(maxEvents: 10))
+        await buffer.send(Self.events(0..<6))
+        let producer = Task {
+            await buffer.send(Self.events(6..<12))
+            buffer.finishProducer()
+        }
+        for _ in 0..<100_000 {
+            if buffer.snapshot().producersBlocked > 0 { break }
+            await Task.yield()
+        }
+        #expect(buffer.snapshot().producersBlocked == 1)
+        // Four would fit, but none went in.
+        #expect(buffer.snapshot().events == 6)
+        #expect(Self.values(await buffer.next() ?? []) == Array(0..<6))
+        await producer.value
+        #expect(Self.values(await buffer.next() ?? []) == Array(6..<12))
+        #expect(await buffer.next() == nil)
+    }
+
+    /// A batch larger than the capacity cannot go in whole: it goes in part by part, in order, within it.
+    @Test func aBatchLargerThanTheCapacityGoesInPartByPart() async {
+        let (buffer, _) = makeBuffer(.block(maxEvents: 10))
+        let producer = Task {
+            await buffer.send(Self.events(0..<25))
+            buffer.finishProducer()
+        }
+        var taken: [[Int]] = []
+        while let batch = await buffer.next() {
+            #expect(buffer.snapshot().highWaterEvents <= 10)
+            taken.append(Self.values(batch))
+        }
+        await producer.value
+        #expect(Array(taken.joined()) == Array(0..<25))
+        #expect(taken.allSatisfy { $0.count <= 10 })
+    }
+
     /// A reload's new policy applies to what is buffered: a smaller `drop_oldest` keeps the newest and counts the
     /// rest, and from then on arrivals follow it.
     @Test func anotherPolicyAppliesToWhatIsBufferedAndWhatComes() async {
