@@ -100,13 +100,17 @@ struct EventBufferTests {
             await buffer.send(Self.events(4..<6))
             buffer.finishProducer()
         }
-        // Wait (bounded) until the producer is parked on the full buffer.
+        await waitUntilParked(buffer)
+        return (buffer, metrics, producer)
+    }
+
+    /// Waits (bounded) until a producer is parked on `buffer`.
+    func waitUntilParked(_ buffer: EventBuffer, sourceLocation: SourceLocation = #_sourceLocation) async {
         for _ in 0..<100_000 {
             if buffer.snapshot().producersBlocked > 0 { break }
             await Task.yield()
         }
-        #expect(buffer.snapshot().producersBlocked == 1)
-        return (buffer, metrics, producer)
+        #expect(buffer.snapshot().producersBlocked == 1, sourceLocation: sourceLocation)
     }
 
     @Test func aBlockedProducerWaitsUntilTheConsumerMakesRoom() async {
@@ -129,11 +133,7 @@ struct EventBufferTests {
             await buffer.send(Self.events(6..<12))
             buffer.finishProducer()
         }
-        for _ in 0..<100_000 {
-            if buffer.snapshot().producersBlocked > 0 { break }
-            await Task.yield()
-        }
-        #expect(buffer.snapshot().producersBlocked == 1)
+        await waitUntilParked(buffer)
         // Four would fit, but none went in.
         #expect(buffer.snapshot().events == 6)
         #expect(Self.values(await buffer.next() ?? []) == Array(0..<6))
