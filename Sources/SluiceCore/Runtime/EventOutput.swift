@@ -46,7 +46,6 @@ public final class EventOutput: Sendable {
         self.name = name
     }
 
-    /// Sends `batch` to every consumer and counts it once as sent.
     /// Sends `batches` in order, letting go of each as it is sent: a consumer that changes a batch in place then
     /// holds the array's only reference and need not copy it first (while a source kept its whole list of batches
     /// until the last was sent, every filter and map copied every batch it was given).
@@ -59,6 +58,7 @@ public final class EventOutput: Sendable {
         }
     }
 
+    /// Sends `batch` to every consumer and counts it once as sent.
     public func send(_ batch: [Event]) async {
         guard !batch.isEmpty else { return }
         metrics?.recordSent(batch.count)
