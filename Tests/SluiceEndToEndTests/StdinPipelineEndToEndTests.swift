@@ -110,6 +110,32 @@ struct StdinPipelineEndToEndTests {
         #expect(sink.balances && source.balances)
     }
 
+    /// With a `stdout` sink and no `metrics.to`, standard output carries only events and the reports go to standard
+    /// error; saying `to: stdout` still puts them there. (The final table once ended every such run's output, and
+    /// a reader such as jq failed on it.)
+    @Test func reportsStayOffStandardOutputWhenEventsGoThere() throws {
+        for (metrics, reportsOnStdout) in [
+            ("", false), ("metrics: {interval_secs: 0}", false), ("metrics: {to: stdout}", true),
+        ] {
+            let pipeline = try TemporaryPipeline(
+                """
+                sources:
+                  in: {type: stdin}
+                sinks:
+                  out: {type: stdout, inputs: [in]}
+                \(metrics)
+                """)
+            defer { pipeline.remove() }
+            let (status, output, errors) = try SluiceProcess.run(
+                ["run", pipeline.path], stdin: "{\"n\":1}\n{\"n\":2}\n")
+            #expect(status == 0)
+            #expect(output.hasPrefix("{\"n\":1}\n{\"n\":2}\n"), "\(metrics)")
+            #expect((output == "{\"n\":1}\n{\"n\":2}\n") == !reportsOnStdout, "\(metrics)")
+            #expect(output.contains("sluice metrics (final)") == reportsOnStdout, "\(metrics)")
+            #expect(errors.contains("sluice metrics (final)") == !reportsOnStdout, "\(metrics)")
+        }
+    }
+
     @Test func malformedAndOversizeLinesAreCountedAndTheGoodOnesArrive() throws {
         let pipeline = try TemporaryPipeline(
             """

@@ -134,7 +134,7 @@ public struct MetricsSettings: Sendable, Equatable {
 
     /// Where reports go.
     public enum Destination: Sendable, Equatable {
-        /// Standard output, shared with `stdout` sinks.
+        /// Standard output (shared with a `stdout` sink only when the file says so).
         case stdout
         /// Standard error.
         case stderr
@@ -158,7 +158,8 @@ public struct MetricsSettings: Sendable, Equatable {
     /// How reports are laid out.
     public var format: Format
 
-    /// Settings as a file gives them; the defaults are a text table on stdout every second.
+    /// Settings as a file gives them; the defaults are a text table on stdout every second (the loader makes it
+    /// stderr when a `stdout` sink writes events).
     public init(intervalSecs: Double = 1, destination: Destination = .stdout, format: Format = .text) {
         self.intervalSecs = intervalSecs
         self.destination = destination

@@ -86,7 +86,8 @@ private final class Reader {
                 if let component { components.append(component) }
             }
         }
-        let metrics = readMetrics(pipeline.value("metrics"))
+        let stdoutSink = components.contains { $0.kind == .sink && $0.typeName == "stdout" }
+        let metrics = readMetrics(pipeline.value("metrics"), eventsOnStandardOutput: stdoutSink)
         let api = pipeline.value("api").flatMap(readAPI)
         let testsNode = pipeline.value("tests")
         pipeline.finish()
@@ -236,8 +237,10 @@ private final class Reader {
 
     // MARK: - Metrics
 
-    private func readMetrics(_ node: ConfigNode?) -> MetricsSettings {
-        var settings = MetricsSettings()
+    /// The `metrics` section. Reports go to standard output unless a `stdout` sink writes events there: then, unless
+    /// `to` says otherwise, to standard error, so that the events a reader takes from standard output are only events.
+    private func readMetrics(_ node: ConfigNode?, eventsOnStandardOutput: Bool) -> MetricsSettings {
+        var settings = MetricsSettings(destination: eventsOnStandardOutput ? .stderr : .stdout)
         guard let node, let metrics = node.mapping() else { return settings }
         if let interval = metrics.value("interval_secs")?.double(in: 0...86_400) { settings.intervalSecs = interval }
         if let to = metrics.value("to")?.string() {
