@@ -278,8 +278,8 @@ public final class EventBuffer: Sendable {
         return consumer
     }
 
-    /// Parks the calling producer until the consumer makes room or goes away, and adds the wait to blocked time.
-    /// Parks the producer until there may be room for `events` events.
+    /// Parks the calling producer until the consumer may have made room for `events` events (or goes away), and adds
+    /// the wait to blocked time.
     private func waitForRoom(for events: Int) async {
         let start = MonotonicClock.nanos()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -49,7 +49,7 @@ struct LineDecoder {
         collect(input: input, split)
         defer {
             collected.removeAll(keepingCapacity: true)
-            copied.removeAll(keepingCapacity: collected.capacity <= 1 << 20)
+            copied.removeAll(keepingCapacity: copied.capacity <= 1 << 20)
         }
         received += collected.count
         var halves = decodeCollected(
@@ -193,14 +193,14 @@ struct LineDecoder {
 
 /// A line gathered before decoding: its bytes in the input being decoded, or in the decoder's copy of lines that
 /// are not, or the fact that it was too long.
-enum CollectedLine {
+private enum CollectedLine {
     case inInput(UnsafeBufferPointer<UInt8>, number: Int)
     case copied(Range<Int>, number: Int)
     case oversize(number: Int)
 }
 
 /// What decoding a run of lines gave: its events in batches, and the lines that gave none, in order.
-struct DecodedLines {
+private struct DecodedLines {
     enum Rejected {
         case invalid(number: Int, reason: String)
         case oversize(number: Int)
