@@ -29,7 +29,6 @@ final class FileSource: Source {
     private let keeper = Mutex<(FileCheckpointKeeper, finishedBefore: @Sendable () -> UInt64)?>(nil)
 
     static let chunkBytes = 1 << 19
-    static let batchLimit = EventBuffer.batchEvents
     private static let pollMillis: Int64 = 100
     private static let checkpointInterval = Duration.seconds(1)
 

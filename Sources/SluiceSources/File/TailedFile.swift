@@ -52,14 +52,14 @@ struct TailedFile {
         var taken = splitter
         splitter = LineSplitter(maxLineBytes: 0)
         defer { splitter = taken }
-        return decoder.decode(batchLimit: FileSource.batchLimit, input: bytes) { emit in taken.feed(bytes, emit) }
+        return decoder.decode(input: bytes) { emit in taken.feed(bytes, emit) }
     }
 
     /// Decodes a last line without a newline and any open multi-line event: the file has ended.
     mutating func decodeEnd() -> [[Event]] {
         var taken = splitter
         splitter = LineSplitter(maxLineBytes: splitter.maxLineBytes)
-        return decoder.decode(batchLimit: FileSource.batchLimit, flush: true) { emit in taken.finish(emit) }
+        return decoder.decode(flush: true) { emit in taken.finish(emit) }
     }
 
     /// The file's size now, from the descriptor.

@@ -69,7 +69,6 @@ final class KafkaReader: Sendable {
     private let context: SourceContext
     private let errors: KafkaErrorReporter
     private let shared = Locked(Shared())
-    static let batchLimit = EventBuffer.batchEvents
 
     /// What the poll thread and the source's task both touch.
     private struct Shared {
@@ -221,9 +220,9 @@ final class KafkaReader: Sendable {
             let metadata = reader.config.metadata
             // The partition of the last message, so that a run of messages from one partition costs one update.
             var run: (partition: KafkaPartition, next: Int64)?
-            while received < KafkaReader.batchLimit {
+            while received < EventBuffer.batchEvents {
                 let polled = consumer.poll(
-                    upTo: KafkaReader.batchLimit - received, timeoutMillis: received == 0 ? 100 : 0
+                    upTo: EventBuffer.batchEvents - received, timeoutMillis: received == 0 ? 100 : 0
                 ) { message in
                     received += 1
                     if let current = run, current.partition.partition == message.partition,

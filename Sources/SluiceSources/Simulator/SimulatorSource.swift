@@ -9,7 +9,6 @@ internal import SluiceCore
 struct SimulatorSource: Source {
     let config: SimulatorSourceConfig
 
-    private static let batchLimit = EventBuffer.batchEvents
     /// If the pipeline held the simulator back for longer than this, it resumes at the rate instead of bursting.
     private static let maxDebtSecs = 1.0
 
@@ -51,7 +50,7 @@ struct SimulatorSource: Source {
         while !context.stop.isStopped, !Task.isCancelled {
             if let count = config.count, total >= count { break }
             let now = MonotonicClock.nanos()
-            var due = Self.batchLimit
+            var due = EventBuffer.batchEvents
             var rate = 0.0
             if !phases.isEmpty {
                 var elapsed = Double(now &- phaseStart) / 1e9
@@ -63,11 +62,11 @@ struct SimulatorSource: Source {
                 }
                 rate = phases[phase].rate
                 let target = Int(rate * elapsed)
-                if target - emittedInPhase > Int(rate * Self.maxDebtSecs) + Self.batchLimit {
+                if target - emittedInPhase > Int(rate * Self.maxDebtSecs) + EventBuffer.batchEvents {
                     // Held back by the pipeline: forget the debt rather than burst.
-                    emittedInPhase = target - Self.batchLimit
+                    emittedInPhase = target - EventBuffer.batchEvents
                 }
-                due = min(Self.batchLimit, target - emittedInPhase)
+                due = min(EventBuffer.batchEvents, target - emittedInPhase)
                 if due <= 0 {
                     // Sleep until the next event is due, at most 50 ms so a stop is noticed promptly.
                     let wait = max(0.0005, min(0.05, Double(emittedInPhase + 1) / rate - elapsed))

@@ -16,7 +16,6 @@ struct StdinSource: Source {
     let descriptor: Int32
 
     private static let chunkBytes = 1 << 19
-    private static let batchLimit = EventBuffer.batchEvents
 
     func run(_ context: SourceContext) async throws {
         let reader = DescriptorReader(fileDescriptor: descriptor, chunkBytes: Self.chunkBytes)
@@ -34,18 +33,18 @@ struct StdinSource: Source {
             switch await reader.read(deadlineNanos: decoder.multiline?.deadlineNanos) {
             case .data(let chunk):
                 batches = chunk.withUnsafeBufferPointer { bytes in
-                    decoder.decode(batchLimit: Self.batchLimit, input: bytes) { emit in splitter.feed(bytes, emit) }
+                    decoder.decode(input: bytes) { emit in splitter.feed(bytes, emit) }
                 }
             case .idle:
-                batches = decoder.decode(batchLimit: Self.batchLimit, flush: true) { _ in }
+                batches = decoder.decode(flush: true) { _ in }
             case .end:
                 // Only at the end of input is a last line without a newline complete.
-                batches = decoder.decode(batchLimit: Self.batchLimit, flush: true) { emit in splitter.finish(emit) }
+                batches = decoder.decode(flush: true) { emit in splitter.finish(emit) }
                 done = true
             case .stopped:
                 // Stopping ends at a line boundary: a partly read line is not an event yet; an open multi-line
                 // event is complete as far as it goes.
-                batches = decoder.decode(batchLimit: Self.batchLimit, flush: true) { _ in }
+                batches = decoder.decode(flush: true) { _ in }
                 done = true
             case .failed(let message):
                 throw StdinError(message: message)

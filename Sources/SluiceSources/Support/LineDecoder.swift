@@ -37,11 +37,11 @@ struct LineDecoder {
     }
 
     /// Runs `split`, which calls back with each line, and returns the events decoded from them in batches of at
-    /// most `batchLimit` (built whole, so none is copied to be cut up later). `input` is what `split` reads: its
+    /// most `batchLimit` (a source's batch by default; built whole, so none is copied to be cut up later). `input` is what `split` reads: its
     /// lines need not be copied before they are decoded. With `flush`, a multi-line event still open afterwards is
     /// emitted too (its timeout passed, or the input ended).
     mutating func decode(
-        batchLimit: Int, flush: Bool = false, input: UnsafeBufferPointer<UInt8>? = nil,
+        batchLimit: Int = EventBuffer.batchEvents, flush: Bool = false, input: UnsafeBufferPointer<UInt8>? = nil,
         _ split: ((LineSplitter.Piece) -> Void) -> Void
     ) -> [[Event]] {
         let now = MonotonicClock.nanos()

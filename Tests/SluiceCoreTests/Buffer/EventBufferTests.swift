@@ -92,25 +92,25 @@ struct EventBufferTests {
         #expect(metrics.snapshot().discarded.total == 0)
     }
 
-    /// A full `block` buffer of four (0 to 3) and a producer parked on it with 4 and 5, which then finishes.
-    func parkedProducer() async -> (EventBuffer, ComponentMetrics, Task<Void, Never>) {
-        let (buffer, metrics) = makeBuffer(.block(maxEvents: 4))
-        await buffer.send(Self.events(0..<4))
+    /// A `block` buffer of `capacity` holding `buffered`, and a producer parked on it with `waiting`, which then
+    /// finishes; by default a full buffer of four (0 to 3) and 4 and 5 waiting.
+    func parkedProducer(
+        capacity: Int = 4, buffered: Range<Int> = 0..<4, waiting: Range<Int> = 4..<6,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> (EventBuffer, ComponentMetrics, Task<Void, Never>) {
+        let (buffer, metrics) = makeBuffer(.block(maxEvents: capacity))
+        await buffer.send(Self.events(buffered))
         let producer = Task {
-            await buffer.send(Self.events(4..<6))
+            await buffer.send(Self.events(waiting))
             buffer.finishProducer()
         }
-        await waitUntilParked(buffer)
-        return (buffer, metrics, producer)
-    }
-
-    /// Waits (bounded) until a producer is parked on `buffer`.
-    func waitUntilParked(_ buffer: EventBuffer, sourceLocation: SourceLocation = #_sourceLocation) async {
+        // Wait (bounded) until the producer is parked.
         for _ in 0..<100_000 {
             if buffer.snapshot().producersBlocked > 0 { break }
             await Task.yield()
         }
         #expect(buffer.snapshot().producersBlocked == 1, sourceLocation: sourceLocation)
+        return (buffer, metrics, producer)
     }
 
     @Test func aBlockedProducerWaitsUntilTheConsumerMakesRoom() async {
@@ -127,13 +127,7 @@ struct EventBufferTests {
     /// rather than putting in a part, and the consumer gets each batch as it was sent (a split one would have been
     /// gathered into a new array, every event copied).
     @Test func aBatchThatFitsGoesInWholeAndComesOutAsSent() async {
-        let (buffer, _) = makeBuffer(.block(maxEvents: 10))
-        await buffer.send(Self.events(0..<6))
-        let producer = Task {
-            await buffer.send(Self.events(6..<12))
-            buffer.finishProducer()
-        }
-        await waitUntilParked(buffer)
+        let (buffer, _, producer) = await parkedProducer(capacity: 10, buffered: 0..<6, waiting: 6..<12)
         // Four would fit, but none went in.
         #expect(buffer.snapshot().events == 6)
         #expect(Self.values(await buffer.next() ?? []) == Array(0..<6))
