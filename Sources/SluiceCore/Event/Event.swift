@@ -171,18 +171,8 @@ public struct Event: Sendable {
                 CanonicalJSON.field(path.keys[0], inObjectAt: 0, of: text, keys: topLevelKeys, flat: textIsFlat)
             }
             if case .missing = lookup {
-                let start = text.count
                 var key = path.keys[0]
-                key.withUTF8 { key in
-                    CanonicalJSON.appendField(key, newValue, to: &text)
-                    topLevelKeys.insert(key)
-                }
-                // Still flat if what was appended has no container and no escape (a brace in a string counts too).
-                if textIsFlat {
-                    textIsFlat = !text[start...].contains {
-                        $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "[")
-                    }
-                }
+                key.withUTF8 { key in appendMissingField(key, hash: KeySignature.hash(key), newValue) }
                 return
             }
         }
@@ -194,6 +184,41 @@ public struct Event: Sendable {
 }
 
 extension Event {
+    /// Sets the top-level field `locator` names to `newValue` by appending it to the event's text, when the event
+    /// holds object text without that field: what ``set(_:to:)`` does for a one-key path, with the key's bytes and
+    /// hash prepared once. Returns false, changing nothing, in every other case; the caller then sets by path.
+    package mutating func appendField(_ locator: inout FieldLocator, _ newValue: JSONValue) -> Bool {
+        guard locator.isPlain, text.count >= 2, text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}"),
+            Self.keysAreASCII(newValue)
+        else { return false }
+        if topLevelKeys.mayContain(hash: locator.hash) {
+            let lookup = text.withUnsafeBufferPointer { text in
+                CanonicalJSON.field(&locator, in: text, keys: topLevelKeys, flat: textIsFlat)
+            }
+            guard case .missing = lookup else { return false }
+        }
+        locator.key.withUnsafeBufferPointer { appendMissingField($0, hash: locator.hash, newValue) }
+        return true
+    }
+
+    /// Appends `"key":value` to the object text, which must not have `key` (plain ASCII, `hash` its signature hash).
+    private mutating func appendMissingField(_ key: UnsafeBufferPointer<UInt8>, hash: UInt64, _ value: JSONValue) {
+        let start = text.count
+        CanonicalJSON.appendField(key, value, to: &text)
+        topLevelKeys.insert(hash: hash)
+        switch value {
+        case .null, .bool, .int, .double:
+            break
+        case .string, .array, .object:
+            // Still flat if what was appended has no container and no escape (a brace in a string counts too).
+            if textIsFlat {
+                textIsFlat = !text[start...].contains {
+                    $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "[")
+                }
+            }
+        }
+    }
+
     /// True when every object key inside `value` is ASCII, as event text requires (lookups compare key bytes,
     /// where Swift would compare non-ASCII keys by canonical equivalence).
     fileprivate static func keysAreASCII(_ value: JSONValue) -> Bool {

@@ -50,6 +50,18 @@ extension Event {
         return unsupported ? lookup(locator.steps) : value
     }
 
+    /// The number or boolean in the field `locator` names, read straight from the event's text; `nil` when it is
+    /// missing or holds anything else, or the text cannot be read this way (the caller takes the general way).
+    func scalar(_ locator: inout FieldLocator) -> Scalar? {
+        guard isText, locator.isPlain else { return lookup(locator.steps).flatMap(Scalar.init) }
+        return withText { text, keys, flat -> Scalar? in
+            guard case .found(let range) = CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) else {
+                return nil
+            }
+            return CanonicalJSON.scalar(UnsafeBufferPointer(rebasing: text[range]))
+        }
+    }
+
     /// Calls `body` with the UTF-8 bytes of the string field `locator` names, straight from the event's text, when
     /// it is a string written without escapes; `nil` otherwise (missing, another type, escaped, or a parsed event),
     /// and the caller reads the field's value instead.

@@ -23,25 +23,27 @@ public struct EvaluationError: Error, Sendable, Equatable, CustomStringConvertib
 /// `null` gives `null`, `==` works across types, ordering across types or with `null` is false. Type errors,
 /// division by zero and integer overflow are ``EvaluationError``s, never traps.
 public struct Expression: Sendable {
-    /// The text the expression was compiled from.
-    public let source: String
-    let root: ExpressionNode
+    /// Everything, behind one reference: stages copy expressions per event where a method call overlaps a change to
+    /// their state, and a copy then costs one retain.
     let program: ExpressionProgram
+
+    /// The text the expression was compiled from.
+    public var source: String { program.source }
+    var root: ExpressionNode { program.root }
     /// The steps when the whole expression is one field path, the commonest kind (`.device`, `.temperature`): read
     /// with one lookup instead of a program.
-    public let pathSteps: [PathStep]?
+    public var pathSteps: [PathStep]? { program.pathSteps }
 
     /// Compiles `source`; errors carry the character offset of the problem.
     public init(_ source: String) throws(ExpressionError) {
-        self.source = source
         let parsed = try ExpressionParser.parse(source)
+        let root: ExpressionNode
         do {
             root = try Folder.fold(parsed)
         } catch {
             throw ExpressionError(error.reason, at: 0, note: "this part of the expression is always an error")
         }
-        if case .path(let steps) = root { pathSteps = steps } else { pathSteps = nil }
-        program = ExpressionProgram(root)
+        program = ExpressionProgram(root, source: source)
     }
 
     /// A state for evaluating this expression event after event: its registers, and where each field it reads was
@@ -71,6 +73,16 @@ public struct Expression: Sendable {
     /// `state`.
     public func evaluate(_ event: Event, _ state: inout ExpressionState) throws(EvaluationError) -> JSONValue {
         try program.run(event, &state)
+    }
+
+    /// True when the expression also has a ``NumericProgram``, tried first.
+    package var hasNumericProgram: Bool { program.numeric != nil }
+
+    /// The value by the general program alone, for tests that hold the numeric program to it.
+    package func evaluateByGeneralProgram(_ event: Event, _ state: inout ExpressionState) throws(EvaluationError)
+        -> JSONValue
+    {
+        try program.runGeneral(event, &state)
     }
 
     /// True when the value is a literal known at load.
@@ -104,7 +116,7 @@ private enum Folder {
         case .parseTime(let subject, let format): folded = .parseTime(try fold(subject), format)
         }
         guard folded.childrenAreLiterals else { return folded }
-        let program = ExpressionProgram(folded)
+        let program = ExpressionProgram(folded, source: "")
         var state = program.initialState
         return .literal(try program.run(JSONValue.null, &state))
     }

@@ -80,8 +80,20 @@ final class ExpressionProgram: Sendable {
     let fieldNames: [String]
     /// A fresh state, copied for each stage that runs the program (its locators made once).
     let initialState: ExpressionState
+    /// The program on numbers and booleans, tried first, where the expression has one.
+    let numeric: NumericProgram?
 
-    init(_ root: ExpressionNode) {
+    /// The text the program was compiled from.
+    let source: String
+    /// The expression, constant-folded.
+    let root: ExpressionNode
+    /// The steps when the whole expression is one field path.
+    let pathSteps: [PathStep]?
+
+    init(_ root: ExpressionNode, source: String) {
+        self.source = source
+        self.root = root
+        if case .path(let steps) = root { pathSteps = steps } else { pathSteps = nil }
         var compiler = Compiler()
         result = compiler.compile(root)
         instructions = compiler.instructions
@@ -92,6 +104,7 @@ final class ExpressionProgram: Sendable {
         timeFormats = compiler.timeFormats
         operandLists = compiler.operandLists
         fieldNames = compiler.fieldNames
+        numeric = NumericProgram(root, fieldNames: compiler.fieldNames)
         initialState = ExpressionState(
             locators: fieldNames.map(FieldLocator.init),
             registers: Array(repeating: .null, count: registerCount),
@@ -278,6 +291,8 @@ extension ExpressionProgram {
 protocol FieldSource {
     /// The top-level field `locator` names.
     func field(_ locator: inout FieldLocator) -> JSONValue?
+    /// The top-level field `locator` names when it is a number or a boolean.
+    func scalar(_ locator: inout FieldLocator) -> Scalar?
     func lookup(_ steps: [PathStep]) -> JSONValue?
     /// See ``Event/withPlainString(_:_:)``.
     func withPlainString<Result>(_ locator: inout FieldLocator, _ body: (UnsafeRawBufferPointer) -> Result) -> Result?
@@ -288,6 +303,8 @@ extension JSONValue: FieldSource {
         guard case .object(let object) = self else { return nil }
         return object[locator.name]
     }
+
+    func scalar(_ locator: inout FieldLocator) -> Scalar? { field(&locator).flatMap(Scalar.init) }
 
     func withPlainString<Result>(_ locator: inout FieldLocator, _ body: (UnsafeRawBufferPointer) -> Result)
         -> Result?
@@ -303,6 +320,14 @@ extension Event: FieldSource {
 extension ExpressionProgram {
     /// The value of the program for `source`, with the registers, locators and argument list of `state`.
     func run<Source: FieldSource>(_ source: Source, _ state: inout ExpressionState) throws(EvaluationError)
+        -> JSONValue
+    {
+        if let numeric, let value = numeric.run(source, &state.locators) { return value }
+        return try runGeneral(source, &state)
+    }
+
+    /// ``run(_:_:)`` without trying the numeric program first.
+    func runGeneral<Source: FieldSource>(_ source: Source, _ state: inout ExpressionState) throws(EvaluationError)
         -> JSONValue
     {
         // Registers keep their last values between runs: each is written before it is read in every run. The tables

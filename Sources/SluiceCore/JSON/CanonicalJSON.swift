@@ -602,6 +602,11 @@ enum CanonicalJSON {
     /// The integer written in `text` when it is one of at most 18 digits (so it fits): the commonest field a stage
     /// reads (`seq`, counts, ids), without setting up a reader.
     static func integer(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        integerNumber(text).map { .int($0) }
+    }
+
+    /// The integer of ``integer(_:)``, as a number.
+    static func integerNumber(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
         guard var position = text.baseAddress, !text.isEmpty else { return nil }
         let end = position + text.count
         let negative = position.pointee == UInt8(ascii: "-")
@@ -614,7 +619,7 @@ enum CanonicalJSON {
             value = value * 10 + Int64(digit)
             position += 1
         }
-        return .int(negative ? -value : value)
+        return negative ? -value : value
     }
 
     /// The double written in `text` as `-?digits.digits` with at most 15 digits: the commonest reading a stage
@@ -622,6 +627,11 @@ enum CanonicalJSON {
     /// divided once by an exact power of ten, so the result is the correctly rounded double (Clinger's fast path),
     /// the same as the reader's.
     static func decimal(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        decimalNumber(text).map { .double($0) }
+    }
+
+    /// The double of ``decimal(_:)``, as a number.
+    static func decimalNumber(_ text: UnsafeBufferPointer<UInt8>) -> Double? {
         guard var position = text.baseAddress, !text.isEmpty else { return nil }
         let end = position + text.count
         let negative = position.pointee == UInt8(ascii: "-")
@@ -643,7 +653,47 @@ enum CanonicalJSON {
             if fractionDigits >= 0 { fractionDigits += 1 }
         }
         guard fractionDigits > 0, digits <= 15 else { return nil }
-        let value = Double(mantissa) / powersOfTen[fractionDigits]
+        let value = Double(mantissa) / powerOfTen(fractionDigits)
+        return negative ? -value : value
+    }
+
+    /// The number or boolean written in `text`, where ``Event/value(_:)`` would read it without a JSON reader;
+    /// `nil` for anything else.
+    static func scalar(_ text: UnsafeBufferPointer<UInt8>) -> Scalar? {
+        guard let first = text.first else { return nil }
+        if first == UInt8(ascii: "t") || first == UInt8(ascii: "f") {
+            if text.elementsEqual("true".utf8) { return .bool(true) }
+            if text.elementsEqual("false".utf8) { return .bool(false) }
+            return nil
+        }
+        // One pass for both readings: `-?digits` is integerNumber's (up to 18 digits), `-?digits.digits`
+        // decimalNumber's (up to 15); anything else (an exponent, more digits) is for the JSON reader.
+        guard var position = text.baseAddress else { return nil }
+        let end = position + text.count
+        let negative = first == UInt8(ascii: "-")
+        if negative { position += 1 }
+        var mantissa: Int64 = 0
+        var digits = 0
+        var fractionDigits = -1
+        while position < end {
+            let byte = position.pointee
+            position += 1
+            if byte == UInt8(ascii: "."), fractionDigits < 0 {
+                fractionDigits = 0
+                continue
+            }
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit < 10, digits < 18 else { return nil }
+            mantissa = mantissa &* 10 &+ Int64(digit)
+            digits += 1
+            if fractionDigits >= 0 { fractionDigits += 1 }
+        }
+        if fractionDigits < 0 {
+            guard digits > 0 else { return nil }
+            return .int(negative ? -mantissa : mantissa)
+        }
+        guard fractionDigits > 0, digits <= 15 else { return nil }
+        let value = Double(mantissa) / powerOfTen(fractionDigits)
         return .double(negative ? -value : value)
     }
 
@@ -660,9 +710,28 @@ enum CanonicalJSON {
         return .string(String(decoding: body, as: UTF8.self))
     }
 
-    /// 10^0 through 10^15, each exact in a double.
-    private static let powersOfTen: [Double] = (0...15).map { exponent in
-        (0..<exponent).reduce(1.0) { value, _ in value * 10 }
+    /// 10^exponent for 0 through 15, each exact in a double (a switch: a static table is reached through a
+    /// once-guard at every read).
+    @inline(__always)
+    private static func powerOfTen(_ exponent: Int) -> Double {
+        switch exponent {
+        case 0: 1
+        case 1: 10
+        case 2: 100
+        case 3: 1e3
+        case 4: 1e4
+        case 5: 1e5
+        case 6: 1e6
+        case 7: 1e7
+        case 8: 1e8
+        case 9: 1e9
+        case 10: 1e10
+        case 11: 1e11
+        case 12: 1e12
+        case 13: 1e13
+        case 14: 1e14
+        default: 1e15
+        }
     }
 
     /// Appends `"key":value` to the canonical object `text`, which must not have `key`; the result is canonical.
@@ -671,7 +740,8 @@ enum CanonicalJSON {
         if text.count > 1 { text.append(UInt8(ascii: ",")) }
         text.append(UInt8(ascii: "\""))
         text.append(contentsOf: key)
-        text.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        text.append(UInt8(ascii: "\""))
+        text.append(UInt8(ascii: ":"))
         JSONWriter.write(value, to: &text)
         text.append(UInt8(ascii: "}"))
     }

@@ -8,6 +8,9 @@ struct FilterTransform: Transform {
     var state: ExpressionState
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
+        // Calling a method of `self.condition` while `self.state` is passed inout copies the expression (a retain
+        // and a release) for every event; the local copy makes that one per batch.
+        let condition = condition
         events.retainEvents { event in
             do throws(EvaluationError) {
                 switch try condition.evaluate(event, &state) {

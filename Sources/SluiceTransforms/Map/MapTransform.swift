@@ -8,6 +8,8 @@ struct MapTransform: Transform {
     /// Each `set` expression's registers, and where its fields were in the last event.
     var states: [ExpressionState]
     var mergeState: ExpressionState?
+    /// Each `set` target that is one top-level key, prepared for appending it to an event's text.
+    var targets: [FieldLocator?]
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         let config = config
@@ -27,6 +29,7 @@ struct MapTransform: Transform {
             do throws(EvaluationError) {
                 // Evaluated first, so that reading the event and changing it are not one overlapping access.
                 let value = try sets[index].value.evaluate(event, &states[index])
+                if targets[index] != nil, event.appendField(&targets[index]!, value) { continue }
                 try event.set(sets[index].target, to: value)
             } catch {
                 errors.report(error, in: sets[index].value.source)

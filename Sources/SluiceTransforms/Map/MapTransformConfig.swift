@@ -61,6 +61,7 @@ public struct MapTransformConfig: TransformConfig {
     public func makeTransform(_ context: TransformContext) -> any Transform {
         MapTransform(
             config: self, errors: EvaluationErrorLog(componentID: context.id, log: context.log),
-            states: set.map { $0.value.makeState() }, mergeState: merge?.makeState())
+            states: set.map { $0.value.makeState() }, mergeState: merge?.makeState(),
+            targets: set.map { $0.target.keys.count == 1 ? FieldLocator($0.target.keys[0]) : nil })
     }
 }

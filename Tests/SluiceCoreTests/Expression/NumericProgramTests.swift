@@ -1,0 +1,89 @@
+import SluiceCore
+import SluiceTesting
+import Testing
+
+/// The numeric program (numbers and booleans read straight from event text) against the general program it
+/// stands in for: the same value or, where it gives up, the general program's value or error.
+struct NumericProgramTests {
+    /// Expressions of every form the numeric program covers.
+    static let numericExpressions = [
+        ".a > 30", ".a * 9 / 5 + 32", ".a - .b", ".a % .b", ".a / .b", "-.a", "!.f", ".f == true", ".f != .a",
+        ".a > 1 && .b < 2", ".a > 1 || .b", ".f ? .a : .b", ".a ?? 3", ".a == .b", ".a >= .b", ".a <= 2.5",
+        ".a * .b", ".a + 1", "!(.a < .b) && .f",
+    ]
+
+    @Test func theCommonFormsHaveANumericProgramAndOthersDoNot() throws {
+        for source in Self.numericExpressions {
+            #expect(try Expression(source).hasNumericProgram, "\(source)")
+        }
+        for source in [".a", "length(.s) > 1", ".s == \"x\"", ".a.b > 1", ".a in [1, 2]", ".a > 1 && .s == null"] {
+            #expect(try !Expression(source).hasNumericProgram, "\(source)")
+        }
+    }
+
+    /// Random events whose fields are integers (with overflow at the edges), doubles, zero, booleans, strings,
+    /// null, missing, exponents and long digit strings: every expression gives the same value or error both ways.
+    @Test func theNumericProgramAgreesWithTheGeneralOneOnRandomEvents() throws {
+        var generator = SplitMix64(seed: 23)
+        func field() -> String? {
+            switch generator.next() % 12 {
+            case 0: return nil
+            case 1: return "null"
+            case 2: return "\"7\""
+            case 3: return generator.next() % 2 == 0 ? "true" : "false"
+            case 4: return "0"
+            case 5: return "9223372036854775807"
+            case 6: return "-9223372036854775807"
+            case 7: return "1.5e3"
+            case 8: return "12345678901234567.5"
+            case 9: return String(Int64(generator.next() % 2_001) - 1_000)
+            default: return String(Double(Int64(generator.next() % 200_001) - 100_000) / 100)
+            }
+        }
+        let expressions = try Self.numericExpressions.map { try Expression($0) }
+        var states = expressions.map { $0.makeState() }
+        var generalStates = expressions.map { $0.makeState() }
+        var numericValues = 0
+        for _ in 0..<3_000 {
+            var fields: [String] = []
+            for name in ["a", "b", "f", "s"] {
+                if let text = field() { fields.append("\"\(name)\":\(text)") }
+            }
+            let text = "{" + fields.joined(separator: ",") + "}"
+            let event = try Event(json: Array(text.utf8))
+            for index in expressions.indices {
+                let fast = Result { () throws(EvaluationError) in try expressions[index].evaluate(event, &states[index])
+                }
+                let general = Result { () throws(EvaluationError) in
+                    try expressions[index].evaluateByGeneralProgram(event, &generalStates[index])
+                }
+                #expect(fast == general, "\(expressions[index].source) on \(text)")
+                if case .success(.int) = fast { numericValues += 1 }
+            }
+        }
+        #expect(numericValues > 1_000)
+    }
+}
+
+/// Doubles are written as Swift's `description` writes them, with or without the fixed-point shortcut.
+struct DoubleWritingTests {
+    @Test func doublesAreWrittenExactlyAsDescriptionWritesThem() {
+        var generator = SplitMix64(seed: 31)
+        var shortcuts = 0
+        var values: [Double] = [0, -0.0, 1e-4, 1e-4.nextDown, 1e-4.nextUp, 1e9, 1e9.nextDown, 0.1 + 0.2, 77.666, 1e-5]
+        for _ in 0..<200_000 {
+            let cents = Double(Int64(generator.next() % 2_000_001) - 1_000_000) / 100
+            let scale = [1.0, 10, 1e-3, 1e5, 7][Int(generator.next() % 5)]
+            values.append(cents * 9 / 5 + 32)
+            values.append(cents / scale)
+            values.append(Double(bitPattern: 0x3F00_0000_0000_0000 + generator.next() % 0x0300_0000_0000_0000))
+        }
+        for value in values {
+            if JSONWriter.shortDecimal(value.magnitude) != nil { shortcuts += 1 }
+            var bytes: [UInt8] = []
+            JSONWriter.write(.double(value), to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == value.description)
+        }
+        #expect(shortcuts > 200_000, "the shortcut wrote \(shortcuts) of \(values.count)")
+    }
+}
