@@ -125,7 +125,7 @@ public struct Event: Sendable {
 
     /// The value a field's text writes, with the commonest numbers and strings read without a JSON reader.
     static func value(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
-        CanonicalJSON.integer(text) ?? CanonicalJSON.decimal(text) ?? CanonicalJSON.plainString(text)
+        CanonicalJSON.scalar(text)?.value ?? CanonicalJSON.plainString(text)
             ?? (try? JSONReader.parse(text))
     }
 
@@ -156,7 +156,7 @@ public struct Event: Sendable {
         {
             return RFC3339.parse(bytes: UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)]))
         }
-        if case .int(let millis)? = CanonicalJSON.integer(value) { return millis }
+        if case .int(let millis)? = CanonicalJSON.scalar(value) { return millis }
         return nil
     }
 

@@ -267,20 +267,10 @@ enum Evaluator {
             guard let a = number(left), let b = number(right) else {
                 throw EvaluationError("cannot \(op.verb) \(describe(left)) and \(describe(right))")
             }
-            let result: Double
-            switch op {
-            case .add: result = a + b
-            case .subtract: result = a - b
-            case .multiply: result = a * b
-            case .divide:
-                guard b != 0 else { throw EvaluationError("division by zero") }
-                result = a / b
-            case .remainder:
-                guard b != 0 else { throw EvaluationError("division by zero in '%'") }
-                result = a.truncatingRemainder(dividingBy: b)
-            }
-            guard result.isFinite else { throw EvaluationError("the result of '\(op.rawValue)' is not finite") }
-            return .double(result)
+            if let result = op.apply(a, b) { return .double(result) }
+            if b == 0, op == .divide { throw EvaluationError("division by zero") }
+            if b == 0, op == .remainder { throw EvaluationError("division by zero in '%'") }
+            throw EvaluationError("the result of '\(op.rawValue)' is not finite")
         }
     }
 

@@ -64,6 +64,26 @@ enum ArithmeticOperator: String, Sendable {
     }
 }
 
+extension ArithmeticOperator {
+    /// `a op b` on doubles; `nil` when dividing by zero or when the result is not finite.
+    @inline(__always)
+    func apply(_ a: Double, _ b: Double) -> Double? {
+        let result: Double
+        switch self {
+        case .add: result = a + b
+        case .subtract: result = a - b
+        case .multiply: result = a * b
+        case .divide:
+            guard b != 0 else { return nil }
+            result = a / b
+        case .remainder:
+            guard b != 0 else { return nil }
+            result = a.truncatingRemainder(dividingBy: b)
+        }
+        return result.isFinite ? result : nil
+    }
+}
+
 enum ComparisonOperator: String, Sendable {
     case equal = "=="
     case notEqual = "!="

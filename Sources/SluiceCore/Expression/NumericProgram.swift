@@ -236,20 +236,8 @@ extension NumericProgram {
             }
             return result.overflow ? nil : .int(result.partialValue)
         }
-        guard let a = left.number, let b = right.number else { return nil }
-        let result: Double
-        switch op {
-        case .add: result = a + b
-        case .subtract: result = a - b
-        case .multiply: result = a * b
-        case .divide:
-            guard b != 0 else { return nil }
-            result = a / b
-        case .remainder:
-            guard b != 0 else { return nil }
-            result = a.truncatingRemainder(dividingBy: b)
-        }
-        return result.isFinite ? .double(result) : nil
+        guard let a = left.number, let b = right.number, let result = op.apply(a, b) else { return nil }
+        return .double(result)
     }
 
     /// As ``Evaluator/compare(_:_:_:)``.

@@ -599,66 +599,10 @@ enum CanonicalJSON {
         return nil
     }
 
-    /// The integer written in `text` when it is one of at most 18 digits (so it fits): the commonest field a stage
-    /// reads (`seq`, counts, ids), without setting up a reader.
-    static func integer(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
-        integerNumber(text).map { .int($0) }
-    }
-
-    /// The integer of ``integer(_:)``, as a number.
-    static func integerNumber(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
-        guard var position = text.baseAddress, !text.isEmpty else { return nil }
-        let end = position + text.count
-        let negative = position.pointee == UInt8(ascii: "-")
-        if negative { position += 1 }
-        guard position < end, end - position <= 18 else { return nil }
-        var value: Int64 = 0
-        while position < end {
-            let digit = position.pointee &- UInt8(ascii: "0")
-            guard digit < 10 else { return nil }
-            value = value * 10 + Int64(digit)
-            position += 1
-        }
-        return negative ? -value : value
-    }
-
-    /// The double written in `text` as `-?digits.digits` with at most 15 digits: the commonest reading a stage
-    /// looks at (`21.6`), without a JSON reader. The digits, as an integer below 10^15 (exact in a double), are
-    /// divided once by an exact power of ten, so the result is the correctly rounded double (Clinger's fast path),
-    /// the same as the reader's.
-    static func decimal(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
-        decimalNumber(text).map { .double($0) }
-    }
-
-    /// The double of ``decimal(_:)``, as a number.
-    static func decimalNumber(_ text: UnsafeBufferPointer<UInt8>) -> Double? {
-        guard var position = text.baseAddress, !text.isEmpty else { return nil }
-        let end = position + text.count
-        let negative = position.pointee == UInt8(ascii: "-")
-        if negative { position += 1 }
-        var mantissa: Int64 = 0
-        var digits = 0
-        var fractionDigits = -1
-        while position < end {
-            let byte = position.pointee
-            position += 1
-            if byte == UInt8(ascii: "."), fractionDigits < 0 {
-                fractionDigits = 0
-                continue
-            }
-            let digit = byte &- UInt8(ascii: "0")
-            guard digit < 10 else { return nil }
-            mantissa = mantissa &* 10 &+ Int64(digit)
-            digits += 1
-            if fractionDigits >= 0 { fractionDigits += 1 }
-        }
-        guard fractionDigits > 0, digits <= 15 else { return nil }
-        let value = Double(mantissa) / powerOfTen(fractionDigits)
-        return negative ? -value : value
-    }
-
-    /// The number or boolean written in `text`, where ``Event/value(_:)`` would read it without a JSON reader;
-    /// `nil` for anything else.
+    /// The number or boolean written in `text`, read without a JSON reader; `nil` for anything else. Numbers are
+    /// the commonest fields a stage reads: an integer of at most 18 digits (so it fits), or `-?digits.digits` with
+    /// at most 15 digits, whose digits, as an integer below 10^15 (exact in a double), are divided once by an exact
+    /// power of ten, so the result is the correctly rounded double (Clinger's fast path), the same as the reader's.
     static func scalar(_ text: UnsafeBufferPointer<UInt8>) -> Scalar? {
         guard let first = text.first else { return nil }
         if first == UInt8(ascii: "t") || first == UInt8(ascii: "f") {
@@ -666,8 +610,7 @@ enum CanonicalJSON {
             if text.elementsEqual("false".utf8) { return .bool(false) }
             return nil
         }
-        // One pass for both readings: `-?digits` is integerNumber's (up to 18 digits), `-?digits.digits`
-        // decimalNumber's (up to 15); anything else (an exponent, more digits) is for the JSON reader.
+        // Anything else (an exponent, more digits) is for the JSON reader.
         guard var position = text.baseAddress else { return nil }
         let end = position + text.count
         let negative = first == UInt8(ascii: "-")
