@@ -27,7 +27,7 @@ struct Fleet {
 
     private var devices: [Device]
     /// Per device, `{"device":"dev-0001","seq":`: the constant start of every reading.
-    private let openings: [[UInt8]]
+    private var openings: [[UInt8]]
     private var random: SeededRandom
     private var next = 0
     private let center: (lat: Double, lon: Double)
@@ -64,6 +64,23 @@ struct Fleet {
         self.openings = openings
         keys = KeySignature(keys: Self.fieldNames)
     }
+
+    /// Gives the upper half of the devices (the lower rounded up stays) to a new fleet, which draws from a random
+    /// stream of its own, seeded from this one's; `nil` with fewer than two devices. Call before any reading.
+    mutating func splitOff() -> Fleet? {
+        guard devices.count >= 2 else { return nil }
+        let middle = (devices.count + 1) / 2
+        var upper = self
+        upper.devices = Array(devices[middle...])
+        upper.openings = Array(openings[middle...])
+        upper.random = SeededRandom(seed: random.next())
+        devices.removeSubrange(middle...)
+        openings.removeSubrange(middle...)
+        return upper
+    }
+
+    /// The number of devices.
+    var deviceCount: Int { devices.count }
 
     private static let fieldNames = [
         "device", "seq", "ts", "lat", "lon", "speed_mps", "heading_deg", "temperature", "humidity", "battery",

@@ -14,7 +14,7 @@ struct SimulatorSource: Source {
 
     /// Where an instance stopped, for the one that replaces it.
     struct Place: Sendable {
-        let fleet: Fleet
+        let fleet: SplitFleet
         let options: SimulatorSourceConfig
         let seed: UInt64
         let total: Int
@@ -28,12 +28,12 @@ struct SimulatorSource: Source {
         if config.seed == nil, place == nil {
             context.log.info("simulator '\(context.id)': seed \(seed) (set 'seed: \(seed)' to repeat this run)")
         }
-        var fleet: Fleet
+        var fleet: SplitFleet
         // The same options make the same seed: a random one is the place's.
         if let place, place.options.shapesTheSameFleet(as: config) {
             fleet = place.fleet
         } else {
-            fleet = Fleet(config, seed: seed)
+            fleet = SplitFleet(config, seed: seed)
         }
         let phases =
             config.load.isEmpty
@@ -81,15 +81,10 @@ struct SimulatorSource: Source {
             }
             if let count = config.count { due = min(due, count - total) }
             let perDevice = rate > 0 ? Double(config.devices) / rate : 0.1
-            var batch: [Event] = []
-            batch.reserveCapacity(due)
-            for _ in 0..<due {
-                let millis =
-                    virtualMillis(total, from: virtualStart, rate: rate) ?? wallStart
-                    + Int64((now &- runStart) / 1_000_000)
-                batch.append(fleet.nextReading(timestampMillis: millis, elapsed: perDevice, ingestNanos: now))
-                total += 1
-            }
+            let wallMillis = wallStart + Int64((now &- runStart) / 1_000_000)
+            let times = (total..<total + due).map { virtualMillis($0, from: virtualStart, rate: rate) ?? wallMillis }
+            let batch = fleet.readings(at: times, elapsed: perDevice, ingestNanos: now)
+            total += due
             emittedInPhase += due
             context.metrics.recordReceived(batch.count)
             await context.output.send(batch)

@@ -1,7 +1,8 @@
 import SluiceCore
-import SluiceSources
 import SluiceTesting
 import Testing
+
+@testable import SluiceSources
 
 struct SimulatorSourceTests {
     static func pipeline(_ options: String, into name: String) -> String {
@@ -79,6 +80,29 @@ struct SimulatorSourceTests {
                 "devices: 7, rate: max, count: 50, seed: 100, start_time: '2026-11-30T12:00:00Z'", into: "sim-c"),
             collecting: "sim-c")
         #expect(other.0.map(JSONWriter.string) != Array(first.prefix(50)).map(JSONWriter.string))
+    }
+
+    /// A large batch is generated on both cores, each half of the devices drawing from its own random stream: the
+    /// readings are the same whether a batch was made on one thread or on two, and go round the devices in order.
+    @Test(arguments: [1, 2, 7])
+    func readingsAreTheSameFromOneThreadOrTwo(devices: Int) throws {
+        let loaded = ComponentHarness.load(Self.pipeline("devices: \(devices), rate: max, seed: 3", into: "unused"))
+        let config = try #require(loaded.definition?.components.first?.blueprint.config as? SimulatorSourceConfig)
+        var together = SplitFleet(config, seed: 3)
+        var oneByOne = SplitFleet(config, seed: 3)
+        let times = (0..<1_000).map { 1_796_040_000_000 + Int64($0) }
+        #expect(times.count >= SplitFleet.parallelBatch)
+        let batch = together.readings(at: times, elapsed: 0.1, ingestNanos: 0)
+        var single: [Event] = []
+        for time in times { single += oneByOne.readings(at: [time], elapsed: 0.1, ingestNanos: 0) }
+        #expect(batch.count == 1_000)
+        #expect(batch.map(\.jsonText) == single.map(\.jsonText))
+        for (position, reading) in batch.enumerated() {
+            let device = String(position % devices)
+            let name = "dev-" + String(repeating: "0", count: 4 - device.count) + device
+            #expect(reading.value["device"] == .string(name))
+            #expect(reading.value["seq"] == .int(Int64(position / devices)))
+        }
     }
 
     @Test func eventsHaveTheDocumentedShapeAndPerDeviceSequences() async throws {
