@@ -60,11 +60,16 @@ struct NumericProgram: Sendable {
         case jump(to: Int)
         /// Jumps when the operand, which must be a boolean, is `jumpWhen`.
         case branch(Operand, jumpWhen: Bool, to: Int)
+        /// `contains`, `starts_with` or `ends_with` of the string in the top-level field of `slot` (written without
+        /// escapes) and `literals[start..<start + count]`, whose least common byte is at `anchor`.
+        case fieldTest(ExpressionFunction, into: Int, slot: Int, start: Int, count: Int, anchor: Int)
     }
 
     let instructions: [Instruction]
     let registerCount: Int
     let result: Operand
+    /// The bytes of the string literals that fields are tested against, one after another.
+    let literals: [UInt8]
 
     /// The numeric form of `root`, or `nil` when it has a part the numeric program does not cover. A top-level
     /// field's slot is its index in `fieldNames`, the general program's slots.
@@ -75,6 +80,7 @@ struct NumericProgram: Sendable {
         guard let result = compiler.compile(root), compiler.readsAField else { return nil }
         instructions = compiler.instructions
         registerCount = compiler.registerCount
+        literals = compiler.literals
         self.result = result
     }
 
@@ -83,6 +89,7 @@ struct NumericProgram: Sendable {
         var instructions: [Instruction] = []
         var registerCount = 0
         var readsAField = false
+        var literals: [UInt8] = []
 
         mutating func register() -> Int {
             registerCount += 1
@@ -141,7 +148,19 @@ struct NumericProgram: Sendable {
                 instructions.append(.move(into: into, elseValue))
                 instructions[toEnd] = .jump(to: instructions.count)
                 return .register(into)
-            case .array, .contains, .call, .exists, .regex, .parseTime:
+            case .call(let function, let arguments):
+                // A field tested against a literal string, as the general program's `fieldTest`.
+                guard [.contains, .starts_with, .ends_with].contains(function), arguments.count == 2,
+                    case .path(let steps) = arguments[0], steps.count == 1, case .key(let name) = steps[0],
+                    let slot = fieldNames.firstIndex(of: name), case .literal(.string(let part)) = arguments[1]
+                else { return nil }
+                readsAField = true
+                let start = literals.count
+                literals += Array(part.utf8)
+                let anchor = literals[start...].withUnsafeBufferPointer { StringBytes.rarestByte($0) }
+                let count = literals.count - start
+                return emit { .fieldTest(function, into: $0, slot: slot, start: start, count: count, anchor: anchor) }
+            case .array, .contains, .exists, .regex, .parseTime:
                 return nil
             }
         }
@@ -169,54 +188,66 @@ struct NumericProgram: Sendable {
 extension NumericProgram {
     /// The value for `source`, or `nil` when this event needs the general program.
     func run<Source: FieldSource>(_ source: Source, _ locators: inout [FieldLocator]) -> JSONValue? {
-        withUnsafeTemporaryAllocation(of: Scalar.self, capacity: registerCount) { registers -> JSONValue? in
-            // Scalars are trivial: a register is written by plain assignment before it is read.
-            guard let registers = registers.baseAddress else { return nil }
-            @inline(__always) func read(_ operand: Operand) -> Scalar {
-                switch operand {
-                case .register(let index): registers[index]
-                case .constant(let value): value
-                }
-            }
-            var pc = 0
-            while pc < instructions.count {
-                switch instructions[pc] {
-                case .field(let into, let slot):
-                    guard let value = source.scalar(&locators[slot]) else { return nil }
-                    registers[into] = value
-                case .not(let into, let operand):
-                    guard case .bool(let flag) = read(operand) else { return nil }
-                    registers[into] = .bool(!flag)
-                case .negate(let into, let operand):
-                    switch read(operand) {
-                    case .int(let number) where number != .min: registers[into] = .int(-number)
-                    case .double(let number): registers[into] = .double(-number)
-                    default: return nil
+        literals.withUnsafeBufferPointer { literals in
+            withUnsafeTemporaryAllocation(of: Scalar.self, capacity: registerCount) { registers -> JSONValue? in
+                // Scalars are trivial: a register is written by plain assignment before it is read.
+                guard let registers = registers.baseAddress else { return nil }
+                @inline(__always) func read(_ operand: Operand) -> Scalar {
+                    switch operand {
+                    case .register(let index): registers[index]
+                    case .constant(let value): value
                     }
-                case .arithmetic(let op, let into, let left, let right):
-                    guard let value = Self.arithmetic(op, read(left), read(right)) else { return nil }
-                    registers[into] = value
-                case .compare(let op, let into, let left, let right):
-                    registers[into] = .bool(Self.compare(op, read(left), read(right)))
-                case .truth(let into, let operand):
-                    let value = read(operand)
-                    guard case .bool = value else { return nil }
-                    registers[into] = value
-                case .move(let into, let operand):
-                    registers[into] = read(operand)
-                case .jump(let target):
-                    pc = target
-                    continue
-                case .branch(let operand, let jumpWhen, let target):
-                    guard case .bool(let flag) = read(operand) else { return nil }
-                    if flag == jumpWhen {
+                }
+                var pc = 0
+                while pc < instructions.count {
+                    switch instructions[pc] {
+                    case .field(let into, let slot):
+                        guard let value = source.scalar(&locators[slot]) else { return nil }
+                        registers[into] = value
+                    case .not(let into, let operand):
+                        guard case .bool(let flag) = read(operand) else { return nil }
+                        registers[into] = .bool(!flag)
+                    case .negate(let into, let operand):
+                        switch read(operand) {
+                        case .int(let number) where number != .min: registers[into] = .int(-number)
+                        case .double(let number): registers[into] = .double(-number)
+                        default: return nil
+                        }
+                    case .arithmetic(let op, let into, let left, let right):
+                        guard let value = Self.arithmetic(op, read(left), read(right)) else { return nil }
+                        registers[into] = value
+                    case .compare(let op, let into, let left, let right):
+                        registers[into] = .bool(Self.compare(op, read(left), read(right)))
+                    case .truth(let into, let operand):
+                        let value = read(operand)
+                        guard case .bool = value else { return nil }
+                        registers[into] = value
+                    case .move(let into, let operand):
+                        registers[into] = read(operand)
+                    case .jump(let target):
                         pc = target
                         continue
+                    case .branch(let operand, let jumpWhen, let target):
+                        guard case .bool(let flag) = read(operand) else { return nil }
+                        if flag == jumpWhen {
+                            pc = target
+                            continue
+                        }
+                    case .fieldTest(let function, let into, let slot, let start, let count, let anchor):
+                        let part = UnsafeBufferPointer(rebasing: literals[start..<start + count])
+                        guard
+                            let found = source.withPlainString(
+                                &locators[slot],
+                                { text in
+                                    StringBytes.test(function, text, part, anchor: anchor)
+                                })
+                        else { return nil }
+                        registers[into] = .bool(found)
                     }
+                    pc += 1
                 }
-                pc += 1
+                return read(result).value
             }
-            return read(result).value
         }
     }
 

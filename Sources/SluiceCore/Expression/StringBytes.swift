@@ -80,28 +80,57 @@ enum StringBytes {
     /// `contains`, `starts_with` or `ends_with` of `text` and `part`.
     static func test(_ function: ExpressionFunction, _ text: UnsafeRawBufferPointer, _ part: String) -> Bool {
         var part = part
-        return part.withUTF8 { part in
-            let text = text.assumingMemoryBound(to: UInt8.self)
-            switch function {
-            case .starts_with: return text.count >= part.count && text.prefix(part.count).elementsEqual(part)
-            case .ends_with: return text.count >= part.count && text.suffix(part.count).elementsEqual(part)
-            default: return part.isEmpty || find(part, in: text, from: 0) != nil
-            }
+        return part.withUTF8 { part in test(function, text, part, anchor: rarestByte(part)) }
+    }
+
+    /// ``test(_:_:_:)`` with the part's bytes, and `anchor`, its ``rarestByte(_:)``, found once.
+    static func test(
+        _ function: ExpressionFunction, _ text: UnsafeRawBufferPointer, _ part: UnsafeBufferPointer<UInt8>, anchor: Int
+    ) -> Bool {
+        let text = text.assumingMemoryBound(to: UInt8.self)
+        switch function {
+        case .starts_with: return text.count >= part.count && text.prefix(part.count).elementsEqual(part)
+        case .ends_with: return text.count >= part.count && text.suffix(part.count).elementsEqual(part)
+        default: return part.isEmpty || find(part, in: text, from: 0, anchor: anchor) != nil
         }
     }
 
-    /// The first occurrence of `part` at or after `start`: `memchr` for its first byte (vectorised in glibc),
-    /// then `memcmp` for the rest. (glibc's `memmem` is a GNU extension the Glibc module does not export.)
-    static func find(_ part: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+    /// The first occurrence of `part` at or after `start`: `memchr` for its least common byte (vectorised in
+    /// glibc), then `memcmp` for the whole. (glibc's `memmem` is a GNU extension the Glibc module does not export.)
+    /// The anchor matters: in `" ERROR "` the first byte is a space, which text holds every few bytes, and each
+    /// false hit costs a call; the `E` is rare.
+    static func find(
+        _ part: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>, from start: Int, anchor: Int? = nil
+    ) -> Int? {
         guard let base = text.baseAddress, let needle = part.baseAddress, !part.isEmpty else { return nil }
+        let anchor = anchor ?? rarestByte(part)
+        let anchorByte = Int32(needle[anchor])
         var position = start
         while text.count - position >= part.count {
             let window = text.count - position - part.count + 1
-            guard let hit = memchr(base + position, Int32(needle.pointee), window) else { return nil }
-            let found = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-            if memcmp(base + found + 1, needle + 1, part.count - 1) == 0 { return found }
+            guard let hit = memchr(base + position + anchor, anchorByte, window) else { return nil }
+            let found = base.distance(to: hit.assumingMemoryBound(to: UInt8.self)) - anchor
+            if memcmp(base + found, needle, part.count) == 0 { return found }
             position = found + 1
         }
         return nil
+    }
+
+    /// The index of the byte of `part` that text is least likely to hold, by a rough order of how common bytes are
+    /// in text: spaces, then lower-case letters, digits, other ASCII, upper-case letters, then non-ASCII bytes.
+    static func rarestByte(_ part: UnsafeBufferPointer<UInt8>) -> Int {
+        func rank(_ byte: UInt8) -> Int {
+            switch byte {
+            case UInt8(ascii: " "): 0
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): 1
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): 2
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): 4
+            case 0x80...: 5
+            default: 3
+            }
+        }
+        var best = 0
+        for index in part.indices where rank(part[index]) > rank(part[best]) { best = index }
+        return best
     }
 }

@@ -9,7 +9,8 @@ struct NumericProgramTests {
     static let numericExpressions = [
         ".a > 30", ".a * 9 / 5 + 32", ".a - .b", ".a % .b", ".a / .b", "-.a", "!.f", ".f == true", ".f != .a",
         ".a > 1 && .b < 2", ".a > 1 || .b", ".f ? .a : .b", ".a ?? 3", ".a == .b", ".a >= .b", ".a <= 2.5",
-        ".a * .b", ".a + 1", "!(.a < .b) && .f",
+        ".a * .b", ".a + 1", "!(.a < .b) && .f", #"contains(.s, " ERR") || contains(.s, "7")"#,
+        #"starts_with(.s, "ab") && .a > 1"#, #"ends_with(.s, "")"#, #"!contains(.a, "1")"#,
     ]
 
     @Test func theCommonFormsHaveANumericProgramAndOthersDoNot() throws {
@@ -29,7 +30,7 @@ struct NumericProgramTests {
             switch generator.next() % 12 {
             case 0: return nil
             case 1: return "null"
-            case 2: return "\"7\""
+            case 2: return ["\"7\"", "\"ab ERR 7\"", "\"\"", #""a\" ERR""#, "\"abc\""][Int(generator.next() % 5)]
             case 3: return generator.next() % 2 == 0 ? "true" : "false"
             case 4: return "0"
             case 5: return "9223372036854775807"
