@@ -31,9 +31,10 @@ enum Scalar: Sendable, Equatable {
     }
 }
 
-/// The commonest expressions, `.temperature > 30`, `.temp * 9 / 5 + 32`, `.a > 1 && .b < 2`, compiled a second time
-/// to run on ``Scalar``s: numbers and booleans read from top-level fields straight from an event's text, with no
-/// ``JSONValue`` built, copied or released on the way.
+/// The commonest expressions, `.temperature > 30`, `.temp * 9 / 5 + 32`, `.a > 1 && .b < 2`,
+/// `contains(.message, " ERROR ")`, compiled a second time to run on ``Scalar``s: numbers and booleans read from
+/// top-level fields straight from an event's text, and string fields tested there in place, with no ``JSONValue``
+/// built, copied or released on the way.
 ///
 /// It covers only the cases where the result is a number or a boolean and nothing can go wrong; anything else
 /// (a field that is missing, null or a string, integer overflow, division by zero, a non-boolean condition) makes
