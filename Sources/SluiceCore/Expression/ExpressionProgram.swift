@@ -135,17 +135,6 @@ extension ExpressionProgram {
             return .constant(constants.count - 1)
         }
 
-        /// For `contains`, `starts_with` and `ends_with` of a top-level field and a string literal: the field's
-        /// slot and the literal's constant.
-        mutating func fieldAndLiteral(_ function: ExpressionFunction, _ arguments: [ExpressionNode]) -> (Int, Int)? {
-            guard [.contains, .starts_with, .ends_with].contains(function), arguments.count == 2,
-                case .path(let steps) = arguments[0], steps.count == 1, case .key(let name) = steps[0],
-                case .literal(.string) = arguments[1]
-            else { return nil }
-            constants.append(arguments[1].literalValue!)
-            return (slot(name), constants.count - 1)
-        }
-
         mutating func slot(_ name: String) -> Int {
             if let slot = fieldNames.firstIndex(of: name) { return slot }
             fieldNames.append(name)
@@ -232,7 +221,10 @@ extension ExpressionProgram {
                 let index = timeFormats.count - 1
                 return emit { .parseTime(into: $0, value, format: index) }
             case .call(let function, let arguments):
-                if let (slot, part) = fieldAndLiteral(function, arguments) {
+                if let (field, literal) = ExpressionNode.fieldTest(function, arguments) {
+                    let slot = slot(field)
+                    constants.append(.string(literal))
+                    let part = constants.count - 1
                     return emit { .fieldTest(function, into: $0, slot: slot, literal: part) }
                 }
                 let first = list(arguments)

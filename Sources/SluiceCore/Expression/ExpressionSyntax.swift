@@ -32,6 +32,18 @@ indirect enum ExpressionNode: Sendable {
 
     var isLiteral: Bool { literalValue != nil }
 
+    /// For `contains`, `starts_with` or `ends_with` of a top-level field and a string literal (the call both
+    /// programs test on the field's bytes in the event's text): the field's name and the literal.
+    static func fieldTest(_ function: ExpressionFunction, _ arguments: [ExpressionNode]) -> (
+        field: String, literal: String
+    )? {
+        guard [.contains, .starts_with, .ends_with].contains(function), arguments.count == 2,
+            case .path(let steps) = arguments[0], steps.count == 1, case .key(let name) = steps[0],
+            case .literal(.string(let literal)) = arguments[1]
+        else { return nil }
+        return (name, literal)
+    }
+
     var literalValue: JSONValue? {
         if case .literal(let value) = self { return value }
         return nil

@@ -150,10 +150,8 @@ struct NumericProgram: Sendable {
                 instructions[toEnd] = .jump(to: instructions.count)
                 return .register(into)
             case .call(let function, let arguments):
-                // A field tested against a literal string, as the general program's `fieldTest`.
-                guard [.contains, .starts_with, .ends_with].contains(function), arguments.count == 2,
-                    case .path(let steps) = arguments[0], steps.count == 1, case .key(let name) = steps[0],
-                    let slot = fieldNames.firstIndex(of: name), case .literal(.string(let part)) = arguments[1]
+                guard let (name, part) = ExpressionNode.fieldTest(function, arguments),
+                    let slot = fieldNames.firstIndex(of: name)
                 else { return nil }
                 readsAField = true
                 let start = literals.count
