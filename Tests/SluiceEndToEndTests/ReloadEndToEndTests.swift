@@ -133,7 +133,7 @@ struct ReloadEndToEndTests {
         return output
     }
 
-    /// An invalid file and a change that needs a restart leave the run as it was, and say why.
+    /// An invalid file and a change that cannot be made in place leave the run as it was, and say why.
     @Test func invalidAndRejectedReloadsChangeNothing() throws {
         let pipeline = try TemporaryPipeline(Self.pipeline(condition: ".n % 2 == 0"))
         defer { pipeline.remove() }
@@ -153,14 +153,21 @@ struct ReloadEndToEndTests {
         #expect(child.errorText.contains("\(pipeline.path):2:1: error: invalid YAML"), "\(child.errorText)")
         phases[0].signal()
         readUntil(18)
-        // Valid, but another type for a running sink needs a restart: nothing changes, not even the condition.
+        // Valid, but the transform's id now names a sink: nothing changes, not even the sink's template.
         try rewrite(
             pipeline,
-            Self.pipeline(condition: ".n % 5 == 0").replacingOccurrences(of: "type: stdout", with: "type: blackhole"))
+            """
+            sources: {in: {type: stdin}}
+            sinks:
+              keep: {type: blackhole, inputs: [in]}
+              out: {type: stdout, inputs: [in], template: "changed {.n}"}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """)
         kill(child.process.processIdentifier, SIGHUP)
         #expect(
             child.waitForErrorText(
-                "rejected: needs a restart: sink 'out' is now a blackhole sink; nothing was changed"),
+                "rejected: needs a restart: transform 'keep' is now a blackhole sink (a component cannot change kind "
+                    + "in place: give the new one another id); nothing was changed"),
             "\(child.errorText)")
         phases[1].signal()
         phases[2].signal()
@@ -228,6 +235,123 @@ struct ReloadEndToEndTests {
         let out = try #require(try pipeline.finalComponent("out"))
         #expect(out.int("sent_events_total") == 20)
         #expect(out.balances)
+    }
+
+    /// Another type of the same kind replaces a component where it runs, as new options do: a filter becomes a
+    /// map and a `stdout` sink a `file` sink, with their buffers and counters; the metrics name the new types.
+    @Test func aTransformAndASinkTakeAnotherTypeOfTheirKind() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(condition: ".n % 2 == 0"))
+        defer { pipeline.remove() }
+        let file = pipeline.directory.appendingPathComponent("out.jsonl").path
+        let changed = """
+            sources: {in: {type: stdin}}
+            transforms:
+              keep: {type: map, inputs: [in], set: {m: .n * 10}}
+            sinks:
+              out: {type: file, inputs: [keep], path: \(file), buffer: {max_events: 1000, when_full: block}}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        let output = try reloadingMidway(
+            pipeline, until: "{\"n\":8}", changeTo: changed, expecting: "applied: replaced 'keep', 'out'")
+        #expect(Self.numbers(Data(output.utf8)) == [0, 2, 4, 6, 8])
+        let written = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(written == (10..<20).map { "{\"n\":\($0),\"m\":\($0 * 10)}\n" }.joined())
+        let keep = try #require(try pipeline.finalComponent("keep"))
+        #expect(keep["component_type"] == "map")
+        #expect(keep.int("received_events_total") == 20)
+        #expect(keep.int("discarded_events_total", "filtered") == 5)
+        #expect(keep.balances)
+        let out = try #require(try pipeline.finalComponent("out"))
+        #expect(out["component_type"] == "file")
+        #expect(out.int("sent_events_total") == 15)
+        #expect(out.balances)
+    }
+
+    /// A source of another type takes the place of the running one: stdin stops at a line boundary (it is not read
+    /// again) and a simulator goes on into the same output, its readings after the stdin events.
+    @Test func aSourceTakesAnotherTypeOfItsKind() throws {
+        let pipeline = try TemporaryPipeline(Self.pipeline(condition: "true"))
+        defer { pipeline.remove() }
+        let changed = Self.pipeline(condition: "true").replacingOccurrences(
+            of: "in: {type: stdin}", with: "in: {type: simulator, devices: 1, rate: max, count: 5, seed: 3}")
+        let output = try reloadingMidway(
+            pipeline, until: "{\"n\":9}", changeTo: changed, expecting: "applied: replaced 'in'")
+        let lines = output.split(separator: "\n")
+        #expect(lines.prefix(10).map(String.init) == (0..<10).map { "{\"n\":\($0)}" })
+        #expect(lines.count == 15, "\(output)")
+        #expect(lines.dropFirst(10).allSatisfy { $0.hasPrefix("{\"device\":") }, "\(output)")
+        let source = try #require(try pipeline.finalComponent("in"))
+        #expect(source["component_type"] == "simulator")
+        #expect(source.int("sent_events_total") == 15)
+        #expect(source.balances)
+    }
+
+    /// A transform's named outputs may change with it: a map becomes a route (its sink reads a route from then on)
+    /// and back. Every event goes where the transform of its time sent it, or is counted as `unmatched`.
+    @Test(arguments: [true, false]) func aTransformsNamedOutputsChangeWithIt(mapFirst: Bool) throws {
+        let map = """
+            sources: {in: {type: stdin}}
+            transforms:
+              t: {type: map, inputs: [in], set: {mapped: true}}
+            sinks:
+              out: {type: stdout, inputs: [t]}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        let route = map.replacingOccurrences(
+            of: "{type: map, inputs: [in], set: {mapped: true}}",
+            with: "{type: route, inputs: [in], routes: {even: .n % 2 == 0}}"
+        ).replacingOccurrences(of: "inputs: [t]", with: "inputs: [t.even]")
+        let pipeline = try TemporaryPipeline(mapFirst ? map : route)
+        defer { pipeline.remove() }
+        let output = try reloadingMidway(
+            pipeline, until: mapFirst ? "{\"n\":9,\"mapped\":true}" : "{\"n\":8}", changeTo: mapFirst ? route : map,
+            expecting: "applied: rewired 'out'; replaced 't'")
+        let mapped = { (range: Range<Int>) in range.map { "{\"n\":\($0),\"mapped\":true}\n" }.joined() }
+        let even = { (range: Range<Int>) in range.filter { $0 % 2 == 0 }.map { "{\"n\":\($0)}\n" }.joined() }
+        #expect(output == (mapFirst ? mapped(0..<10) + even(10..<20) : even(0..<10) + mapped(10..<20)))
+        let t = try #require(try pipeline.finalComponent("t"))
+        #expect(t["component_type"] == (mapFirst ? "route" : "map"))
+        #expect(t.int("discarded_events_total", "unmatched") == 5)
+        #expect(t.balances)
+        #expect(try pipeline.finalComponent("out")?.int("sent_events_total") == 15)
+    }
+
+    /// A route given another route, read by a sink the reload adds, and whose `_unmatched` is read from then on,
+    /// sends to both from the change on. (Before, the new route's events went nowhere and the run never ended.)
+    @Test func aRouteSendsToTheRoutesAndReadersAReloadGivesIt() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources: {in: {type: stdin}}
+            transforms:
+              r: {type: route, inputs: [in], routes: {even: .n % 2 == 0}}
+            sinks:
+              out: {type: stdout, inputs: [r.even]}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """)
+        defer { pipeline.remove() }
+        let directory = pipeline.directory.path
+        let changed = """
+            sources: {in: {type: stdin}}
+            transforms:
+              r: {type: route, inputs: [in], routes: {even: .n % 2 == 0, threes: .n % 3 == 0}}
+            sinks:
+              out: {type: stdout, inputs: [r.even]}
+              threes: {type: file, inputs: [r.threes], path: \(directory)/threes.jsonl}
+              rest: {type: file, inputs: [r._unmatched], path: \(directory)/rest.jsonl}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        let output = try reloadingMidway(
+            pipeline, until: "{\"n\":8}", changeTo: changed, expecting: "applied: added 'threes', 'rest'; replaced 'r'")
+        #expect(Self.numbers(Data(output.utf8)) == Array(stride(from: 0, to: 20, by: 2)))
+        let file = { (name: String) in
+            Self.numbers(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(name).jsonl")))
+        }
+        #expect(try file("threes") == [12, 15, 18])
+        #expect(try file("rest") == [11, 13, 17, 19])
+        let r = try #require(try pipeline.finalComponent("r"))
+        #expect(r.int("discarded_events_total", "unmatched") == 5)
+        #expect(r.int("sent_events_total") == 15)
+        #expect(r.balances)
     }
 
     /// A stateful transform replaced by a reload first emits what it holds, marked partial; the new one starts

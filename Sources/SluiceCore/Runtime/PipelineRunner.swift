@@ -46,7 +46,7 @@ public final class PipelineRunner: Sendable {
         /// Components a reload removed that have not ended yet: they leave the reports when they end.
         var removed: Set<String> = []
         /// Components to replace at their next batch boundary, by id.
-        var pending: [String: ComponentBlueprint.Maker] = [:]
+        var pending: [String: Replacement] = [:]
         /// Chains of fused transforms to split at their next batch boundary, by their first transform: its output
         /// from then on, and the parts that go on in tasks of their own.
         var splits: [String: (output: EventOutput, parts: [SplitPart])] = [:]
@@ -60,6 +60,18 @@ public final class PipelineRunner: Sendable {
         /// True once every component of the start is registered in `running`.
         var started = false
         var status = ReloadStatus()
+    }
+
+    /// What replaces a running component at its next batch boundary.
+    private struct Replacement {
+        let maker: ComponentBlueprint.Maker
+        let typeName: String
+        /// For a transform: its named outputs that some component reads now.
+        let readOutputs: Set<String>
+        /// For a transform whose named outputs changed: where it sends from then on, and the outputs it no longer
+        /// has, which end then.
+        var output: ChainOutput?
+        var retired: [EventOutput] = []
     }
 
     /// What a reload needs of a running component.
@@ -100,9 +112,10 @@ public final class PipelineRunner: Sendable {
     /// Applies a reloaded pipeline file (see ``ReloadPlan``). New components start; removed ones are disconnected
     /// from their inputs (a source is stopped) and end once they drained what they hold; a rewired one is
     /// connected to its new inputs and disconnected from its old ones, each old one telling it so once its current
-    /// batch is delivered; a transform or sink whose options changed is replaced at its next batch boundary, a
-    /// transform after emitting what it holds, a sink after writing what it took, both with their input buffers and
-    /// counters; a source whose options changed hands its place to its replacement (``SourceHandOver``); another
+    /// batch is delivered; a transform or sink whose options or type changed is replaced at its next batch boundary,
+    /// a transform after emitting what it holds (and sending to new named outputs from then on, when they changed),
+    /// a sink after writing what it took, both with their input buffers and counters; a source whose options or type
+    /// changed hands its place to its replacement (``SourceHandOver``); another
     /// buffer policy applies in place. A change that involves a transform running in another's task (fused), other
     /// than new options, first splits its chain. Returns what was done, as metrics show it.
     @discardableResult
@@ -217,6 +230,17 @@ public final class PipelineRunner: Sendable {
     {
         let removedIDs = Set(plan.removed.map(\.id))
         for head in chainsToSplit(plan, state.running) { prepareSplit(of: head, &state) }
+        // Replacements first: a transform whose named outputs change has the new ones before anything connects.
+        var replacements: [String: Replacement] = [:]
+        for (old, component) in plan.replaced {
+            var replacement = Replacement(
+                maker: component.blueprint.maker, typeName: component.typeName,
+                readOutputs: new.readOutputs(of: component))
+            if component.kind == .transform, component.blueprint.outputs != old.blueprint.outputs {
+                (replacement.output, replacement.retired) = addOutputs(of: component, &state)
+            }
+            replacements[component.id] = replacement
+        }
         // New components' counters and input buffers first, so that outputs can be made into them.
         var metrics: [String: ComponentMetrics] = [:]
         var inputs: [String: EventBuffer] = [:]
@@ -298,9 +322,9 @@ public final class PipelineRunner: Sendable {
         for component in plan.rebuffered {
             running[component.id]?.input?.change(to: component.buffer ?? .default)
         }
-        // New options: replaced where they run.
-        for component in plan.replaced {
-            if state.pending.updateValue(component.blueprint.maker, forKey: component.id) == nil {
+        // New options (or another type): replaced where they run.
+        for (_, component) in plan.replaced {
+            if state.pending.updateValue(replacements[component.id]!, forKey: component.id) == nil {
                 pendingReplacements.add(1, ordering: .releasing)
             }
             switch component.kind {
@@ -326,6 +350,30 @@ public final class PipelineRunner: Sendable {
                 stop: stop, held: marks[component.id], in: new, &state)
         }
         return start
+    }
+
+    /// Gives the running transform `component` the named outputs (or the single one) the new file defines, keeping
+    /// those it has, so that consumers can connect to them before it is replaced; returns its output from the
+    /// replacement on, and the outputs that end then.
+    private func addOutputs(of component: ComponentDefinition, _ state: inout LiveState) -> (ChainOutput, [EventOutput])
+    {
+        guard let running = state.running[component.id],
+            let metrics = state.metrics.first(where: { $0.id == component.id })
+        else { return (.named([]), []) }
+        let ports = component.blueprint.outputs
+        let now =
+            ports.isEmpty
+            ? ["": running.outputs[""] ?? EventOutput(targets: [], metrics: metrics)]
+            : Dictionary(
+                uniqueKeysWithValues: ports.map {
+                    ($0, running.outputs[$0] ?? EventOutput(targets: [], namedOutput: $0, of: metrics))
+                })
+        // The old ones stay listed until the replacement, so that consumers leaving them are disconnected.
+        state.running[component.id] = Running(
+            kind: running.kind, input: running.input, outputs: now.merging(running.outputs) { new, _ in new },
+            stop: running.stop, runsIn: running.runsIn)
+        let retired = running.outputs.filter { now[$0.key] == nil }.map(\.value)
+        return (ports.isEmpty ? .single(now[""]!) : .named(ports.map { now[$0]! }), retired)
     }
 
     /// A stop for one source, which the pipeline's stop fires too.
@@ -383,12 +431,19 @@ public final class PipelineRunner: Sendable {
     public var reloadStatus: ReloadStatus { live.locked { $0.status } }
 
     /// The replacement waiting for component `id`, taken.
-    private func takeReplacement(_ id: String) -> ComponentBlueprint.Maker? {
+    private func takeReplacement(_ id: String) -> Replacement? {
         guard pendingReplacements.load(ordering: .acquiring) > 0 else { return nil }
         return live.locked { state in
-            let maker = state.pending.removeValue(forKey: id)
-            if maker != nil { pendingReplacements.subtract(1, ordering: .releasing) }
-            return maker
+            guard let replacement = state.pending.removeValue(forKey: id) else { return nil }
+            pendingReplacements.subtract(1, ordering: .releasing)
+            // The outputs it no longer has leave the running component as it changes.
+            if !replacement.retired.isEmpty, let running = state.running[id] {
+                state.running[id] = Running(
+                    kind: running.kind, input: running.input,
+                    outputs: running.outputs.filter { _, output in !replacement.retired.contains { $0 === output } },
+                    stop: running.stop, runsIn: running.runsIn)
+            }
+            return replacement
         }
     }
 
@@ -461,7 +516,7 @@ public final class PipelineRunner: Sendable {
             let ports = component.blueprint.outputs
             let read = pipeline.readOutputs(of: component)
             let stage = TransformStage(
-                id: component.id, readOutputs: read,
+                id: component.id,
                 transform: makeTransform(TransformContext(id: component.id, log: log, readOutputs: read)),
                 metrics: metrics)
             let output: ChainOutput = ports.isEmpty ? .single(outputs[""]!) : .named(ports.map { outputs[$0]! })
@@ -540,7 +595,7 @@ public final class PipelineRunner: Sendable {
                         let transform = makeTransform(TransformContext(id: current.id, log: log, readOutputs: read))
                         stages.append(
                             TransformStage(
-                                id: current.id, readOutputs: read, transform: transform,
+                                id: current.id, transform: transform,
                                 metrics: metricsByID[current.id]!))
                         if current.id != component.id {
                             metricsByID[current.id]!.provideDetails { ["runs_in": .string(component.id)] }
@@ -612,8 +667,10 @@ public final class PipelineRunner: Sendable {
             }
             let next = live.locked { state -> (any Source, SourceContext)? in
                 // Taken even when the source ends, so that no replacement is left waiting.
-                guard case .source(let make)? = state.pending.removeValue(forKey: context.id) else { return nil }
+                guard let replacement = state.pending.removeValue(forKey: context.id) else { return nil }
                 pendingReplacements.subtract(1, ordering: .releasing)
+                guard case .source(let make) = replacement.maker else { return nil }
+                context.metrics.retype(replacement.typeName)
                 guard !componentStop.isStopped else { return nil }
                 let instance = sourceInstance(
                     context.id, make: make, stoppedBy: componentStop, after: context.handOver, &state)
@@ -657,8 +714,6 @@ public final class PipelineRunner: Sendable {
     /// One transform of a task that runs a chain of them, with its counters.
     private struct TransformStage: Sendable {
         let id: String
-        /// Its named outputs that some component reads, for its replacement.
-        let readOutputs: Set<String>
         var transform: any Transform
         let metrics: ComponentMetrics
     }
@@ -697,7 +752,7 @@ public final class PipelineRunner: Sendable {
             let deadline = stages.lazy.compactMap(\.transform.deadline).min()
             let read = await input.next(deadlineMillis: deadline)
             split(&stages, &output)
-            await applyReplacements(&stages, output)
+            await applyReplacements(&stages, &output)
             // Consumed, so that the batch is the array's only owner: a transform that changes it in place would
             // otherwise copy it first.
             switch consume read {
@@ -749,13 +804,20 @@ public final class PipelineRunner: Sendable {
     /// Replaces the stages a reload changed, upstream first, each after it emitted what it holds through the
     /// stages after it (an open window is cut short, so it is marked partial): the events before this point were
     /// handled by the old transform, those after by the new.
-    private func applyReplacements(_ stages: inout [TransformStage], _ output: ChainOutput) async {
+    private func applyReplacements(_ stages: inout [TransformStage], _ output: inout ChainOutput) async {
         for index in stages.indices {
-            guard let maker = takeReplacement(stages[index].id), case .transform(let make) = maker else { continue }
+            guard let replacement = takeReplacement(stages[index].id), case .transform(let make) = replacement.maker
+            else { continue }
             var held: [Event] = []
             await flow(&held, through: &stages, from: index, .finish(stopping: true), output)
+            stages[index].metrics.retype(replacement.typeName)
             stages[index].transform = make(
-                TransformContext(id: stages[index].id, log: log, readOutputs: stages[index].readOutputs))
+                TransformContext(id: stages[index].id, log: log, readOutputs: replacement.readOutputs))
+            // Named outputs change only on the last stage of a task: nothing runs fused after a named output.
+            if let next = replacement.output, index == stages.count - 1 {
+                output = next
+                for old in replacement.retired { old.finish() }
+            }
         }
     }
 
@@ -798,7 +860,8 @@ public final class PipelineRunner: Sendable {
             var sink = sink
             try await sink.run(input, context)
             // A reload handed the input over: the replacement goes on from the next batch.
-            while let maker = takeReplacement(context.id), case .sink(let make) = maker {
+            while let replacement = takeReplacement(context.id), case .sink(let make) = replacement.maker {
+                context.metrics.retype(replacement.typeName)
                 sink = make()
                 try await sink.run(input, context)
             }

@@ -3,8 +3,10 @@
 /// the old ones, which tell it they are done); a transform or sink whose options changed is replaced where it runs,
 /// at a batch boundary, so that every event is handled once, by the old component or by the new one; a source
 /// whose options changed stops and hands its place in its input to one made from the new options; an input buffer
-/// given another `buffer` applies it to what it holds and what comes. What cannot change in place (another type
-/// for a running component) rejects the whole reload: the run goes on as it was.
+/// given another `buffer` applies it to what it holds and what comes. Another type of the same kind is a change of
+/// options like any other (a `filter` becomes an `aggregate`, a `stdout` sink a `file` sink), and so is a change of
+/// which named outputs of a transform are read. What cannot change in place (a component of another kind under the
+/// same id) rejects the whole reload: the run goes on as it was.
 public struct ReloadPlan: Sendable {
     /// Components the new file adds.
     public let added: [ComponentDefinition]
@@ -12,8 +14,8 @@ public struct ReloadPlan: Sendable {
     public let removed: [ComponentDefinition]
     /// Running components that read other inputs now: as they run, and as the new file defines them.
     public let rewired: [(running: ComponentDefinition, new: ComponentDefinition)]
-    /// The components to replace, as the new file defines them.
-    public let replaced: [ComponentDefinition]
+    /// The components to replace: as they run, and as the new file defines them.
+    public let replaced: [(running: ComponentDefinition, new: ComponentDefinition)]
     /// The transforms and sinks whose input buffer takes another policy, as the new file defines them.
     public let rebuffered: [ComponentDefinition]
     /// What the new file changes that needs a restart; when not empty, nothing is applied.
@@ -27,18 +29,26 @@ public struct ReloadPlan: Sendable {
         let before = Dictionary(old.components.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let after = Dictionary(new.components.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var rewired: [(running: ComponentDefinition, new: ComponentDefinition)] = []
-        var replaced: [ComponentDefinition] = []
+        var replaced: [(running: ComponentDefinition, new: ComponentDefinition)] = []
         var rebuffered: [ComponentDefinition] = []
         for component in new.components {
             guard let running = before[component.id] else { continue }
             let name = "\(running.kind.rawValue) '\(component.id)'"
-            if running.kind != component.kind || running.typeName != component.typeName {
-                rejections.append("\(name) is now a \(component.typeName) \(component.kind.rawValue)")
+            if running.kind != component.kind {
+                rejections.append(
+                    "\(name) is now a \(component.typeName) \(component.kind.rawValue) (a component cannot change "
+                        + "kind in place: give the new one another id)")
                 continue
             }
             if (running.buffer ?? .default) != (component.buffer ?? .default) { rebuffered.append(component) }
             if running.inputs != component.inputs { rewired.append((running, component)) }
-            if running.writtenOptions != component.writtenOptions { replaced.append(component) }
+            // A transform learns at its start which of its named outputs are read (a `route` discards what matches
+            // no route unless `_unmatched` is read), so a change there replaces it too.
+            if running.typeName != component.typeName || running.writtenOptions != component.writtenOptions
+                || old.readOutputs(of: running) != new.readOutputs(of: component)
+            {
+                replaced.append((running, component))
+            }
         }
         var kept: [String] = []
         if old.metrics != new.metrics { kept.append("metrics") }
@@ -62,7 +72,7 @@ public struct ReloadPlan: Sendable {
     public var summary: String {
         let parts: [(String, [String])] = [
             ("added", added.map(\.id)), ("removed", removed.map(\.id)), ("rewired", rewired.map(\.new.id)),
-            ("replaced", replaced.map(\.id)), ("rebuffered", rebuffered.map(\.id)),
+            ("replaced", replaced.map(\.new.id)), ("rebuffered", rebuffered.map(\.id)),
         ]
         return parts.filter { !$0.1.isEmpty }.map { verb, ids in
             verb + " " + ids.map { "'\($0)'" }.joined(separator: ", ")

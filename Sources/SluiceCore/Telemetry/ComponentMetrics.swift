@@ -11,8 +11,9 @@ public final class ComponentMetrics: Sendable {
     public let id: String
     /// Its kind.
     public let kind: ComponentKind
-    /// Its type name.
-    public let typeName: String
+    /// Its type name (a reload may give the component another type of its kind).
+    public var typeName: String { type.locked { $0 } }
+    private let type: Mutex<String>
     /// Where the events leaving the component can be watched.
     public let tap = TapPoint()
     private let counters = Mutex(Counters())
@@ -35,7 +36,16 @@ public final class ComponentMetrics: Sendable {
     public init(id: String, kind: ComponentKind, typeName: String) {
         self.id = id
         self.kind = kind
-        self.typeName = typeName
+        self.type = Mutex(typeName)
+    }
+
+    /// The component was replaced by one of type `typeName`: what the old one reported of itself (a source's or
+    /// sink's details, a transform's state) goes; the counters go on. (A transform's details are the runner's.)
+    func retype(_ typeName: String) {
+        guard type.locked({ $0 }) != typeName else { return }
+        type.locked { $0 = typeName }
+        if kind != .transform { detailsProvider.locked { $0 = nil } }
+        counters.locked { $0.state = nil }
     }
 
     /// Adds component-specific fields to every report (a WebSocket source's `connection` object, say).

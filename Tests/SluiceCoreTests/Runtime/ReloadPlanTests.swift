@@ -28,7 +28,7 @@ struct ReloadPlanTests {
             Self.base.replacing("inputs: [in]}", with: "inputs: [in], drop_every: 3}")
                 .replacing("inputs: [t]}", with: "inputs: [t], into: other}")
                 + "\nmetrics: {interval_secs: 5}\n")
-        #expect(changed.replaced.map(\.id) == ["t", "out"])
+        #expect(changed.replaced.map(\.new.id) == ["t", "out"])
         #expect(changed.rejections.isEmpty)
         #expect(changed.kept == ["metrics"])
     }
@@ -49,7 +49,7 @@ struct ReloadPlanTests {
             Self.base.replacing("count: 10", with: "count: 20")
                 .replacing("inputs: [t]}", with: "inputs: [t], buffer: unbounded}"))
         #expect(plan.rejections.isEmpty)
-        #expect(plan.replaced.map(\.id) == ["in"])
+        #expect(plan.replaced.map(\.new.id) == ["in"])
         #expect(plan.rebuffered.map(\.id) == ["out"])
         #expect(plan.summary == "replaced 'in'; rebuffered 'out'")
         // The default written out is no change.
@@ -58,7 +58,14 @@ struct ReloadPlanTests {
         #expect(same.changesNothing)
     }
 
-    @Test func anotherTypeRejectsTheWholeReload() throws {
+    @Test func anotherTypeOfTheSameKindIsReplaced() throws {
+        let retyped = try plan(
+            Self.base.replacing("in: {type: counter, count: 10}", with: "in: {type: list, values: ['{}']}"))
+        #expect(retyped.rejections.isEmpty)
+        #expect(retyped.replaced.map { "\($0.running.typeName) -> \($0.new.typeName)" } == ["counter -> list"])
+    }
+
+    @Test func anotherKindUnderTheSameIDRejectsTheWholeReload() throws {
         let plan = try plan(
             """
             sources:
@@ -67,7 +74,10 @@ struct ReloadPlanTests {
               t: {type: collect, inputs: [in]}
               out: {type: collect, inputs: [in], buffer: unbounded}
             """)
-        #expect(plan.rejections == ["transform 't' is now a collect sink"])
+        #expect(
+            plan.rejections == [
+                "transform 't' is now a collect sink (a component cannot change kind in place: give the new one another id)"
+            ])
         #expect(plan.changesNothing, "nothing is applied with a rejection")
     }
 }

@@ -106,10 +106,18 @@ final class SluiceProcess: @unchecked Sendable {
         return readChunk()
     }
 
-    /// Reads all of stdout until the child closes it.
-    func readAllOutput() -> Data {
+    /// Reads all of stdout until the child closes it, or for at most `seconds`: then the child is killed (a
+    /// pipeline that never ends fails its test instead of hanging it), and what it wrote so far is returned.
+    func readAllOutput(seconds: Double = 600) -> Data {
+        let deadline = ContinuousClock.now + .seconds(seconds)
         var all = Data()
-        while let data = readChunk() { all.append(data) }
+        var descriptor = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while ContinuousClock.now < deadline {
+            guard poll(&descriptor, 1, 1000) > 0 else { continue }
+            guard let data = readChunk() else { return all }
+            all.append(data)
+        }
+        killIfRunning()
         return all
     }
 
