@@ -94,5 +94,14 @@ public struct ComponentBlueprint: Sendable {
         case source(@Sendable () -> any Source)
         case transform(@Sendable (TransformContext) -> any Transform)
         case sink(@Sendable () -> any Sink)
+
+        /// The kind of component it makes.
+        var kind: ComponentKind {
+            switch self {
+            case .source: .source
+            case .transform: .transform
+            case .sink: .sink
+            }
+        }
     }
 }

@@ -43,8 +43,9 @@ public final class PipelineRunner: Sendable {
         var metrics: [ComponentMetrics]
         /// The running components, by id, once the run started.
         var running: [String: Running] = [:]
-        /// Components a reload removed that have not ended yet: they leave the reports when they end.
-        var removed: Set<String> = []
+        /// The counters of components a reload removed that have not ended yet: they leave the reports when they
+        /// end.
+        var removed: Set<ObjectIdentifier> = []
         /// Components to replace at their next batch boundary, by id.
         var pending: [String: Replacement] = [:]
         /// Chains of fused transforms to split at their next batch boundary, by their first transform: its output
@@ -121,18 +122,16 @@ public final class PipelineRunner: Sendable {
     @discardableResult
     public func reload(_ new: PipelineDefinition) -> ReloadStatus.Reload {
         let now = WallClock.nowMillis()
-        let (reload, start) = live.locked { state -> (ReloadStatus.Reload, [String: @Sendable () async -> Void]) in
+        let (reload, start) = live.locked {
+            state -> (ReloadStatus.Reload, [(ComponentMetrics, @Sendable () async -> Void)]) in
             let plan = ReloadPlan(from: state.current, to: new)
-            let rejections =
-                state.started
-                ? plan.rejections : ["the pipeline has not started yet"]
             let kept = plan.kept.isEmpty ? "" : "; kept until a restart: " + plan.kept.joined(separator: ", ")
             let reload: ReloadStatus.Reload
-            var start: [String: @Sendable () async -> Void] = [:]
-            if !rejections.isEmpty {
+            var start: [(ComponentMetrics, @Sendable () async -> Void)] = []
+            if !state.started {
                 reload = .init(
                     atMillis: now, result: .rejected,
-                    message: "needs a restart: " + rejections.joined(separator: "; ") + "; nothing was changed")
+                    message: "the pipeline has not started yet; nothing was changed")
             } else if plan.changesNothing {
                 state.current = new
                 reload = .init(atMillis: now, result: .unchanged, message: "no component changed" + kept)
@@ -145,10 +144,10 @@ public final class PipelineRunner: Sendable {
             state.status.last = reload
             return (reload, start)
         }
-        for (id, body) in start {
+        for (counters, body) in start {
             let task = Task { [self] in
                 await body()
-                ended(id)
+                ended(counters)
             }
             live.locked { $0.added.append(task) }
         }
@@ -226,7 +225,7 @@ public final class PipelineRunner: Sendable {
 
     /// Connects, disconnects and schedules what `plan` changes; returns the tasks of the new components to start.
     private func apply(_ plan: ReloadPlan, to new: PipelineDefinition, _ state: inout LiveState)
-        -> [String: @Sendable () async -> Void]
+        -> [(ComponentMetrics, @Sendable () async -> Void)]
     {
         let removedIDs = Set(plan.removed.map(\.id))
         for head in chainsToSplit(plan, state.running) { prepareSplit(of: head, &state) }
@@ -290,9 +289,9 @@ public final class PipelineRunner: Sendable {
                         ($0, EventOutput(targets: targets($0), namedOutput: $0, of: metrics[component.id]!))
                     })
         }
-        // New components reading running ones.
+        // New components reading running ones (outputs of new ones were made into their consumers above).
         for component in plan.added where component.kind != .source {
-            for reference in component.inputs where inputs[InputReference(reference).id] == nil {
+            for reference in component.inputs where metrics[InputReference(reference).id] == nil {
                 connect(reference, to: inputs[component.id]!, attach: true)
             }
         }
@@ -301,7 +300,8 @@ public final class PipelineRunner: Sendable {
         for (old, component) in plan.rewired {
             guard let buffer = running[component.id]?.input else { continue }
             for reference in component.inputs where !old.inputs.contains(reference) {
-                guard running[InputReference(reference).id] != nil, buffer.addProducer() else { continue }
+                let id = InputReference(reference).id
+                guard running[id] != nil, metrics[id] == nil, buffer.addProducer() else { continue }
                 connect(reference, to: buffer, attach: true)
             }
             for reference in old.inputs where !component.inputs.contains(reference) {
@@ -311,7 +311,9 @@ public final class PipelineRunner: Sendable {
         }
         // Removed components: disconnected from the inputs that stay, or stopped; each ends once drained.
         for component in plan.removed {
-            state.removed.insert(component.id)
+            if let counters = state.metrics.first(where: { $0.id == component.id && $0 !== metrics[component.id] }) {
+                state.removed.insert(ObjectIdentifier(counters))
+            }
             if let stop = running[component.id]?.stop { stop.stop() }
             guard let buffer = running[component.id]?.input else { continue }
             for reference in component.inputs where !removedIDs.contains(InputReference(reference).id) {
@@ -338,16 +340,18 @@ public final class PipelineRunner: Sendable {
             case .transform: break
             }
         }
-        // The new components' tasks, registered as running so that a later reload finds them.
-        var start: [String: @Sendable () async -> Void] = [:]
+        // The new components' tasks, registered as running so that a later reload finds them (an id given to a
+        // component of another kind is the new one's from now on).
+        var start: [(ComponentMetrics, @Sendable () async -> Void)] = []
         for component in plan.added {
             let own = outputs[component.id] ?? [:]
             let stop = component.kind == .source ? sourceStop() : nil
             state.running[component.id] = Running(
                 kind: component.kind, input: inputs[component.id], outputs: own, stop: stop, runsIn: nil)
-            start[component.id] = task(
+            let body = task(
                 for: component, metrics: metrics[component.id]!, input: inputs[component.id], outputs: own,
                 stop: stop, held: marks[component.id], in: new, &state)
+            start.append((metrics[component.id]!, body))
         }
         return start
     }
@@ -398,16 +402,22 @@ public final class PipelineRunner: Sendable {
         return (source, stop, handOver)
     }
 
-    /// Marks component `id` as ended: one a reload removed leaves the reports.
-    private func ended(_ id: String) {
+    /// Marks the component `counters` count as ended: one a reload removed leaves the reports.
+    private func ended(_ counters: ComponentMetrics) {
+        let id = counters.id
         let unsplit = live.locked { state -> (output: EventOutput, parts: [SplitPart])? in
+            // A reload may have given the id to a component of another kind, which runs on.
+            let succeeded = state.metrics.contains { $0.id == id && $0 !== counters }
             // A change a reload made after the component's last look is moot now.
-            if state.pending.removeValue(forKey: id) != nil { pendingReplacements.subtract(1, ordering: .releasing) }
-            let unsplit = state.splits.removeValue(forKey: id)
+            if !succeeded, state.pending.removeValue(forKey: id) != nil {
+                pendingReplacements.subtract(1, ordering: .releasing)
+            }
+            // (Only a transform that runs a chain is split, and a successor of another kind is none.)
+            let unsplit = counters.kind == .transform ? state.splits.removeValue(forKey: id) : nil
             if unsplit != nil { pendingReplacements.subtract(1, ordering: .releasing) }
-            if state.removed.remove(id) != nil {
-                state.metrics.removeAll { $0.id == id }
-                state.running[id] = nil
+            if state.removed.remove(ObjectIdentifier(counters)) != nil {
+                state.metrics.removeAll { $0 === counters }
+                if !succeeded { state.running[id] = nil }
             }
             return unsplit
         }
@@ -431,10 +441,12 @@ public final class PipelineRunner: Sendable {
     public var reloadStatus: ReloadStatus { live.locked { $0.status } }
 
     /// The replacement waiting for component `id`, taken.
-    private func takeReplacement(_ id: String) -> Replacement? {
+    private func takeReplacement(_ id: String, _ kind: ComponentKind) -> Replacement? {
         guard pendingReplacements.load(ordering: .acquiring) > 0 else { return nil }
         return live.locked { state in
-            guard let replacement = state.pending.removeValue(forKey: id) else { return nil }
+            // The kind tells a component from one of another kind a reload gave its id to.
+            guard state.pending[id]?.maker.kind == kind, let replacement = state.pending.removeValue(forKey: id)
+            else { return nil }
             pendingReplacements.subtract(1, ordering: .releasing)
             // The outputs it no longer has leave the running component as it changes.
             if !replacement.retired.isEmpty, let running = state.running[id] {
@@ -583,7 +595,7 @@ public final class PipelineRunner: Sendable {
                         kind: .source, input: nil, outputs: outputs, stop: stop, runsIn: nil)
                     tasks.append {
                         await body()
-                        self.ended(component.id)
+                        self.ended(metrics)
                     }
                 case .transform:
                     // This transform and those fused after it, in order.
@@ -619,7 +631,9 @@ public final class PipelineRunner: Sendable {
                             runsIn: stage.id == component.id ? nil : component.id)
                     }
                     tasks.append { [stages] in
-                        for id in await self.runTransforms(stages, input, chainOutput, held) { self.ended(id) }
+                        for counters in await self.runTransforms(stages, input, chainOutput, held) {
+                            self.ended(counters)
+                        }
                     }
                 case .sink:
                     let input = buffers[component.id]!
@@ -631,7 +645,7 @@ public final class PipelineRunner: Sendable {
                     running[component.id] = Running(kind: .sink, input: input, outputs: [:], stop: nil, runsIn: nil)
                     tasks.append {
                         await body()
-                        self.ended(component.id)
+                        self.ended(metrics)
                     }
                 }
             }
@@ -666,12 +680,14 @@ public final class PipelineRunner: Sendable {
                 break
             }
             let next = live.locked { state -> (any Source, SourceContext)? in
-                // Taken even when the source ends, so that no replacement is left waiting.
-                guard let replacement = state.pending.removeValue(forKey: context.id) else { return nil }
+                // A stopped source takes no replacement (`ended` drops one left waiting); the id may be another
+                // kind's by now.
+                guard !componentStop.isStopped, let replacement = state.pending[context.id],
+                    case .source(let make) = replacement.maker
+                else { return nil }
+                state.pending[context.id] = nil
                 pendingReplacements.subtract(1, ordering: .releasing)
-                guard case .source(let make) = replacement.maker else { return nil }
                 context.metrics.retype(replacement.typeName)
-                guard !componentStop.isStopped else { return nil }
                 let instance = sourceInstance(
                     context.id, make: make, stoppedBy: componentStop, after: context.handOver, &state)
                 return (instance.source, context.next(stop: instance.stop, handOver: instance.handOver))
@@ -738,12 +754,12 @@ public final class PipelineRunner: Sendable {
         case finish(stopping: Bool)
     }
 
-    /// Runs a chain of transforms (one, unless fused) on `input`; returns the ids of those it ran to the end (a
-    /// split sends the others on in tasks of their own).
+    /// Runs a chain of transforms (one, unless fused) on `input`; returns the counters of those it ran to the end
+    /// (a split sends the others on in tasks of their own).
     @discardableResult
     private func runTransforms(
         _ stages: [TransformStage], _ input: EventBuffer, _ output: ChainOutput, _ held: HeldMark
-    ) async -> [String] {
+    ) async -> [ComponentMetrics] {
         var stages = stages
         var output = output
         while true {
@@ -773,7 +789,7 @@ public final class PipelineRunner: Sendable {
                 }
                 output.finish()
                 held.clear()
-                return stages.map(\.id)
+                return stages.map(\.metrics)
             }
         }
     }
@@ -793,7 +809,7 @@ public final class PipelineRunner: Sendable {
             guard let stage = stages.first(where: { $0.id == part.id }) else { continue }
             let task = Task { [self] in
                 await runTransforms([stage], part.input, part.output, part.held)
-                ended(part.id)
+                ended(stage.metrics)
             }
             live.locked { $0.added.append(task) }
         }
@@ -806,7 +822,8 @@ public final class PipelineRunner: Sendable {
     /// handled by the old transform, those after by the new.
     private func applyReplacements(_ stages: inout [TransformStage], _ output: inout ChainOutput) async {
         for index in stages.indices {
-            guard let replacement = takeReplacement(stages[index].id), case .transform(let make) = replacement.maker
+            guard let replacement = takeReplacement(stages[index].id, .transform),
+                case .transform(let make) = replacement.maker
             else { continue }
             var held: [Event] = []
             await flow(&held, through: &stages, from: index, .finish(stopping: true), output)
@@ -860,7 +877,7 @@ public final class PipelineRunner: Sendable {
             var sink = sink
             try await sink.run(input, context)
             // A reload handed the input over: the replacement goes on from the next batch.
-            while let replacement = takeReplacement(context.id), case .sink(let make) = replacement.maker {
+            while let replacement = takeReplacement(context.id, .sink), case .sink(let make) = replacement.maker {
                 context.metrics.retype(replacement.typeName)
                 sink = make()
                 try await sink.run(input, context)

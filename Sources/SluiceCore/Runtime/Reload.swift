@@ -5,8 +5,8 @@
 /// whose options changed stops and hands its place in its input to one made from the new options; an input buffer
 /// given another `buffer` applies it to what it holds and what comes. Another type of the same kind is a change of
 /// options like any other (a `filter` becomes an `aggregate`, a `stdout` sink a `file` sink), and so is a change of
-/// which named outputs of a transform are read. What cannot change in place (a component of another kind under the
-/// same id) rejects the whole reload: the run goes on as it was.
+/// which named outputs of a transform are read. An id that names a component of another kind now (a transform that
+/// became a sink) is a removal and an addition: the old component drains and ends while the new one starts.
 public struct ReloadPlan: Sendable {
     /// Components the new file adds.
     public let added: [ComponentDefinition]
@@ -18,28 +18,18 @@ public struct ReloadPlan: Sendable {
     public let replaced: [(running: ComponentDefinition, new: ComponentDefinition)]
     /// The transforms and sinks whose input buffer takes another policy, as the new file defines them.
     public let rebuffered: [ComponentDefinition]
-    /// What the new file changes that needs a restart; when not empty, nothing is applied.
-    public let rejections: [String]
     /// What changed and is left as it was until a restart (the `metrics` and `api` sections).
     public let kept: [String]
 
     /// Compares the running pipeline `old` with `new`.
     public init(from old: PipelineDefinition, to new: PipelineDefinition) {
-        var rejections: [String] = []
         let before = Dictionary(old.components.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let after = Dictionary(new.components.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var rewired: [(running: ComponentDefinition, new: ComponentDefinition)] = []
         var replaced: [(running: ComponentDefinition, new: ComponentDefinition)] = []
         var rebuffered: [ComponentDefinition] = []
         for component in new.components {
-            guard let running = before[component.id] else { continue }
-            let name = "\(running.kind.rawValue) '\(component.id)'"
-            if running.kind != component.kind {
-                rejections.append(
-                    "\(name) is now a \(component.typeName) \(component.kind.rawValue) (a component cannot change "
-                        + "kind in place: give the new one another id)")
-                continue
-            }
+            guard let running = before[component.id], running.kind == component.kind else { continue }
             if (running.buffer ?? .default) != (component.buffer ?? .default) { rebuffered.append(component) }
             if running.inputs != component.inputs { rewired.append((running, component)) }
             // A transform learns at its start which of its named outputs are read (a `route` discards what matches
@@ -53,13 +43,11 @@ public struct ReloadPlan: Sendable {
         var kept: [String] = []
         if old.metrics != new.metrics { kept.append("metrics") }
         if old.api != new.api { kept.append("api") }
-        let applies = rejections.isEmpty
-        self.added = applies ? new.components.filter { before[$0.id] == nil } : []
-        self.removed = applies ? old.components.filter { after[$0.id] == nil } : []
-        self.rewired = applies ? rewired : []
-        self.replaced = applies ? replaced : []
-        self.rebuffered = applies ? rebuffered : []
-        self.rejections = rejections
+        self.added = new.components.filter { before[$0.id]?.kind != $0.kind }
+        self.removed = old.components.filter { after[$0.id]?.kind != $0.kind }
+        self.rewired = rewired
+        self.replaced = replaced
+        self.rebuffered = rebuffered
         self.kept = kept
     }
 
@@ -113,7 +101,7 @@ public struct ReloadStatus: Sendable, Equatable {
         case applied
         /// The file defines the running pipeline already.
         case unchanged
-        /// The file is valid but changes what needs a restart; nothing was changed.
+        /// The file is valid but came before the pipeline started; nothing was changed.
         case rejected
         /// The file is not valid; nothing was changed.
         case invalid
