@@ -236,6 +236,8 @@ extension String {
     /// is not ASCII takes the character-by-character way.
     var trimmingSpaces: String {
         var text = self
+        // The trimmed text when both new ends are ASCII (the text itself when nothing is trimmed: the common case,
+        // which must not reach the Unicode tables below); nil when one is not.
         let trimmed = text.withUTF8 { bytes -> String? in
             func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
             var start = 0
@@ -243,7 +245,7 @@ extension String {
             while start < end, isSpace(bytes[start]) { start += 1 }
             while end > start, isSpace(bytes[end - 1]) { end -= 1 }
             guard start == end || (bytes[start] < 0x80 && bytes[end - 1] < 0x80) else { return nil }
-            if start == 0, end == bytes.count { return nil }
+            if start == 0, end == bytes.count { return self }
             return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
         }
         if let trimmed { return trimmed }

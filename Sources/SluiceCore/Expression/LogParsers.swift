@@ -20,14 +20,26 @@ enum LogParsers {
         guard !fieldSeparator.isEmpty, !valueSeparator.isEmpty else {
             throw EvaluationError("'\(name)' needs separators that are not empty")
         }
-        let bytes = Array(text.utf8)
+        var text = text
         let field = Array(fieldSeparator.utf8)
         let value = Array(valueSeparator.utf8)
+        // On the string's own bytes: a pair costs a few byte compares, not a copy of the text and a sequence
+        // comparison per byte (measured at 4 µs a line of four pairs before).
+        let result = text.withUTF8 { bytes in
+            Result { () throws(EvaluationError) in try keyValue(bytes, field, value, name) }
+        }
+        return try result.get()
+    }
+
+    private static func keyValue(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ field: [UInt8], _ value: [UInt8], _ name: String
+    ) throws(EvaluationError) -> JSONValue {
         var object = JSONObject()
         var position = 0
         func at(_ separator: [UInt8]) -> Bool {
-            position + separator.count <= bytes.count
-                && bytes[position..<position + separator.count].elementsEqual(separator)
+            guard position + separator.count <= bytes.count, bytes[position] == separator[0] else { return false }
+            for offset in 1..<separator.count where bytes[position + offset] != separator[offset] { return false }
+            return true
         }
         func skipSpaces() { while position < bytes.count, bytes[position] == 0x20 { position += 1 } }
         while position < bytes.count {
@@ -36,7 +48,7 @@ enum LogParsers {
             guard position < bytes.count else { break }
             let keyStart = position
             while position < bytes.count, !at(value), !at(field) { position += 1 }
-            let key = String(decoding: bytes[keyStart..<position], as: UTF8.self).trimmingSpaces
+            let key = trimmed(bytes, keyStart..<position)
             guard at(value) else {
                 if !key.isEmpty { object[key] = .bool(true) }
                 continue
@@ -60,12 +72,17 @@ enum LogParsers {
             } else {
                 let valueStart = position
                 while position < bytes.count, !at(field) { position += 1 }
-                parsed = String(decoding: bytes[valueStart..<position], as: UTF8.self).trimmingSpaces
+                parsed = trimmed(bytes, valueStart..<position)
             }
             guard !key.isEmpty else { throw EvaluationError("'\(name)' found a value without a key") }
             object[key] = .string(parsed)
         }
         return .object(object)
+    }
+
+    /// The bytes in `range` as a string without whitespace at either end (``Swift/String/trimmingSpaces``).
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self).trimmingSpaces
     }
 
     // MARK: - CSV
