@@ -259,23 +259,32 @@ final class DeliveryLedger: Sendable {
         var unsendable = 0
         var messages: [String] = []
         let resumed = state.locked { state -> [CheckedContinuation<Void, Never>] in
-            for (token, outcome) in outcomes {
-                let sequence = Int(token >> Self.indexBits)
-                let index = Int(token & (1 << Self.indexBits - 1))
-                guard let ingestNanos = state.batches[sequence]?.ingestNanos[index] else { continue }
-                switch outcome {
-                case .delivered:
-                    written.append(ingestNanos)
-                case .failed(let message):
-                    failed += 1
-                    state.failedSince = min(state.failedSince, ingestNanos)
-                    firstFailure = firstFailure ?? message
-                    messages.append(message)
-                case .unsendable(let message):
-                    unsendable += 1
-                    messages.append(message)
+            // The reports of a batch come in runs (one per partition it went to): its entry is taken out of the
+            // dictionary once a run, not looked up (and its array retained) once a report.
+            var start = outcomes.startIndex
+            while start < outcomes.endIndex {
+                let sequence = Int(outcomes[start].token >> Self.indexBits)
+                var end = start + 1
+                while end < outcomes.endIndex, Int(outcomes[end].token >> Self.indexBits) == sequence { end += 1 }
+                defer { start = end }
+                guard var batch = state.batches.removeValue(forKey: sequence) else { continue }
+                for (token, outcome) in outcomes[start..<end] {
+                    let ingestNanos = batch.ingestNanos[Int(token & (1 << Self.indexBits - 1))]
+                    switch outcome {
+                    case .delivered:
+                        written.append(ingestNanos)
+                    case .failed(let message):
+                        failed += 1
+                        state.failedSince = min(state.failedSince, ingestNanos)
+                        firstFailure = firstFailure ?? message
+                        messages.append(message)
+                    case .unsendable(let message):
+                        unsendable += 1
+                        messages.append(message)
+                    }
                 }
-                state.batches[sequence]!.unsettled -= 1
+                batch.unsettled -= end - start
+                state.batches[sequence] = batch
             }
             for (sequence, batch) in state.batches where batch.unsettled == 0 && sequence != state.opening {
                 state.batches[sequence] = nil
