@@ -104,7 +104,7 @@ final class ExpressionProgram: Sendable {
         timeFormats = compiler.timeFormats
         operandLists = compiler.operandLists
         fieldNames = compiler.fieldNames
-        numeric = NumericProgram(root, fieldNames: compiler.fieldNames)
+        numeric = NumericProgram(root, fieldNames: compiler.fieldNames, patterns: compiler.patterns)
         initialState = ExpressionState(
             locators: fieldNames.map(FieldLocator.init),
             registers: Array(repeating: .null, count: registerCount),
@@ -314,7 +314,7 @@ extension ExpressionProgram {
     func run<Source: FieldSource>(_ source: Source, _ state: inout ExpressionState) throws(EvaluationError)
         -> JSONValue
     {
-        if let numeric, let value = numeric.run(source, &state.locators) { return value }
+        if let numeric, let value = numeric.run(source, &state, patterns: patterns) { return value }
         return try runGeneral(source, &state)
     }
 
@@ -391,10 +391,10 @@ extension ExpressionProgram {
                 for index in first..<first + count { state.arguments.append(read(operandLists[index])) }
                 state.registers[into] = try Functions.call(function, state.arguments)
             case .regex(let use, let into, let subject, let pattern):
-                let matcher = matcher(pattern, &state)
+                let matcher = state.matcher(pattern, of: patterns)
                 state.registers[into] = try Evaluator.regex(use, read(subject), matcher)
             case .regexField(let use, let into, let slot, let pattern):
-                let matcher = matcher(pattern, &state)
+                let matcher = state.matcher(pattern, of: patterns)
                 let outcome = source.withPlainString(&state.locators[slot]) { bytes in
                     Result { () throws(EvaluationError) in try Evaluator.regex(use, bytes, matcher) }
                 }
@@ -410,13 +410,5 @@ extension ExpressionProgram {
             pc += 1
         }
         return read(result)
-    }
-
-    /// The state's matcher for pattern `index`, made at its first use.
-    private func matcher(_ index: Int, _ state: inout ExpressionState) -> RegexMatcher {
-        if let matcher = state.matchers[index] { return matcher }
-        let matcher = patterns[index].makeMatcher()
-        state.matchers[index] = matcher
-        return matcher
     }
 }

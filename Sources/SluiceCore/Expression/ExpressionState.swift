@@ -11,4 +11,12 @@ public struct ExpressionState: Sendable {
     /// The match data of each pattern, made at its first match: a state is copied from the program's fresh one
     /// before any, so no two stages ever share one.
     var matchers: [RegexMatcher?]
+
+    /// The match data for pattern `index` of `patterns` (the program's), made at its first use.
+    mutating func matcher(_ index: Int, of patterns: [RegexPattern]) -> RegexMatcher {
+        if let matcher = matchers[index] { return matcher }
+        let matcher = patterns[index].makeMatcher()
+        matchers[index] = matcher
+        return matcher
+    }
 }

@@ -1,3 +1,5 @@
+internal import SluiceRegex
+
 /// A number or a boolean: what the numeric program computes with. It holds nothing reference counted, so copying
 /// one is copying bytes.
 enum Scalar: Sendable, Equatable {
@@ -32,9 +34,9 @@ enum Scalar: Sendable, Equatable {
 }
 
 /// The commonest expressions, `.temperature > 30`, `.temp * 9 / 5 + 32`, `.a > 1 && .b < 2`,
-/// `contains(.message, " ERROR ")`, compiled a second time to run on ``Scalar``s: numbers and booleans read from
-/// top-level fields straight from an event's text, and string fields tested there in place, with no ``JSONValue``
-/// built, copied or released on the way.
+/// `contains(.message, " ERROR ")`, `matches(.message, "(?i)error")`, compiled a second time to run on ``Scalar``s:
+/// numbers and booleans read from top-level fields straight from an event's text, and string fields tested or
+/// matched there in place, with no ``JSONValue`` built, copied or released on the way.
 ///
 /// It covers only the cases where the result is a number or a boolean and nothing can go wrong; anything else
 /// (a field that is missing, null or a string, integer overflow, division by zero, a non-boolean condition) makes
@@ -64,6 +66,9 @@ struct NumericProgram: Sendable {
         /// `contains`, `starts_with` or `ends_with` of the string in the top-level field of `slot` (written without
         /// escapes) and `literals[start..<start + count]`, whose least common byte is at `anchor`.
         case fieldTest(ExpressionFunction, into: Int, slot: Int, start: Int, count: Int, anchor: Int)
+        /// `matches` of the string in the top-level field of `slot` (written without escapes) and the general
+        /// program's pattern `pattern`, with the state's match data for it.
+        case fieldMatch(into: Int, slot: Int, pattern: Int)
     }
 
     let instructions: [Instruction]
@@ -73,11 +78,12 @@ struct NumericProgram: Sendable {
     let literals: [UInt8]
 
     /// The numeric form of `root`, or `nil` when it has a part the numeric program does not cover. A top-level
-    /// field's slot is its index in `fieldNames`, the general program's slots.
-    init?(_ root: ExpressionNode, fieldNames: [String]) {
+    /// field's slot is its index in `fieldNames`, and a pattern's number its index in `patterns`, as in the general
+    /// program.
+    init?(_ root: ExpressionNode, fieldNames: [String], patterns: [RegexPattern]) {
         // A bare field is read with one lookup, whatever it holds.
         if case .path = root { return nil }
-        var compiler = Compiler(fieldNames: fieldNames)
+        var compiler = Compiler(fieldNames: fieldNames, patterns: patterns)
         guard let result = compiler.compile(root), compiler.readsAField else { return nil }
         instructions = compiler.instructions
         registerCount = compiler.registerCount
@@ -87,6 +93,7 @@ struct NumericProgram: Sendable {
 
     private struct Compiler {
         let fieldNames: [String]
+        let patterns: [RegexPattern]
         var instructions: [Instruction] = []
         var registerCount = 0
         var readsAField = false
@@ -159,6 +166,12 @@ struct NumericProgram: Sendable {
                 let anchor = literals[start...].withUnsafeBufferPointer { StringBytes.rarestByte($0) }
                 let count = literals.count - start
                 return emit { .fieldTest(function, into: $0, slot: slot, start: start, count: count, anchor: anchor) }
+            case .regex(.matches, .path(let steps), let pattern):
+                guard steps.count == 1, case .key(let name) = steps[0], let slot = fieldNames.firstIndex(of: name),
+                    let index = patterns.firstIndex(where: { $0 === pattern })
+                else { return nil }
+                readsAField = true
+                return emit { .fieldMatch(into: $0, slot: slot, pattern: index) }
             case .array, .contains, .exists, .regex, .parseTime:
                 return nil
             }
@@ -185,8 +198,11 @@ struct NumericProgram: Sendable {
 // MARK: - Running
 
 extension NumericProgram {
-    /// The value for `source`, or `nil` when this event needs the general program.
-    func run<Source: FieldSource>(_ source: Source, _ locators: inout [FieldLocator]) -> JSONValue? {
+    /// The value for `source`, or `nil` when this event needs the general program; `state` gives the field
+    /// locators and the match data of `patterns` (the general program's).
+    func run<Source: FieldSource>(_ source: Source, _ state: inout ExpressionState, patterns: [RegexPattern])
+        -> JSONValue?
+    {
         literals.withUnsafeBufferPointer { literals in
             withUnsafeTemporaryAllocation(of: Scalar.self, capacity: registerCount) { registers -> JSONValue? in
                 // Scalars are trivial: a register is written by plain assignment before it is read.
@@ -201,7 +217,7 @@ extension NumericProgram {
                 while pc < instructions.count {
                     switch instructions[pc] {
                     case .field(let into, let slot):
-                        guard let value = source.scalar(&locators[slot]) else { return nil }
+                        guard let value = source.scalar(&state.locators[slot]) else { return nil }
                         registers[into] = value
                     case .not(let into, let operand):
                         guard case .bool(let flag) = read(operand) else { return nil }
@@ -236,10 +252,18 @@ extension NumericProgram {
                         let part = UnsafeBufferPointer(rebasing: literals[start..<start + count])
                         guard
                             let found = source.withPlainString(
-                                &locators[slot],
+                                &state.locators[slot],
                                 { text in
                                     StringBytes.test(function, text, part, anchor: anchor)
                                 })
+                        else { return nil }
+                        registers[into] = .bool(found)
+                    case .fieldMatch(let into, let slot, let pattern):
+                        let matcher = state.matcher(pattern, of: patterns)
+                        // A field that is not a plain string, or a match PCRE2 gave up on: the general program says.
+                        guard
+                            case .some(.some(let found)) = source.withPlainString(
+                                &state.locators[slot], { bytes in try? matcher.matches(bytes) })
                         else { return nil }
                         registers[into] = .bool(found)
                     }

@@ -11,6 +11,7 @@ struct NumericProgramTests {
         ".a > 1 && .b < 2", ".a > 1 || .b", ".f ? .a : .b", ".a ?? 3", ".a == .b", ".a >= .b", ".a <= 2.5",
         ".a * .b", ".a + 1", "!(.a < .b) && .f", #"contains(.s, " ERR") || contains(.s, "7")"#,
         #"starts_with(.s, "ab") && .a > 1"#, #"ends_with(.s, "")"#, #"!contains(.a, "1")"#,
+        #"matches(.s, "(?i)err\\b") && .a > 0"#, #"!matches(.a, "^1")"#, #"matches(.s, "^a") || .f"#,
     ]
 
     @Test func theCommonFormsHaveANumericProgramAndOthersDoNot() throws {
