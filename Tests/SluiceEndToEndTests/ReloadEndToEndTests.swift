@@ -354,6 +354,53 @@ struct ReloadEndToEndTests {
         #expect(r.balances)
     }
 
+    /// A route whose input has ended (its stdin closed while another source runs on) takes no replacement: the
+    /// route a reload gives it ends at once, so the sink reading it ends too and SIGTERM ends the run.
+    @Test func aNewRouteOfATransformThatEndedEndsTooAndTheRunStops() throws {
+        let yaml = { (routes: String, sinks: String) in
+            """
+            sources:
+              in: {type: stdin}
+              tick: {type: simulator, devices: 1, rate: 20, seed: 1}
+            transforms:
+              r: {type: route, inputs: [in], routes: {\(routes)}}
+            sinks:
+              out: {type: stdout, inputs: [r.even]}
+              ticks: {type: blackhole, inputs: [tick]}
+            \(sinks)
+            metrics: {interval_secs: 0.05, to: $METRICS, format: json}
+            """
+        }
+        let pipeline = try TemporaryPipeline(yaml("even: .n % 2 == 0", ""))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        child.feed { $0 == 0 ? Self.lines(0..<10) : nil }
+        var output = Data()
+        while !Self.numbers(output).contains(8), let chunk = child.readChunk() { output.append(chunk) }
+        // Every event through the route (its input ended with them, so it ended too, all but surely).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while (try? pipeline.reports().last?["components"])?.flatMap({ components -> Int? in
+            guard case .array(let list) = components else { return nil }
+            return list.first { $0["component_id"] == "r" }?.int("received_events_total")
+        }) != 10, ContinuousClock.now < deadline {
+            usleep(20_000)
+        }
+        let file = pipeline.directory.appendingPathComponent("threes.jsonl").path
+        try rewrite(
+            pipeline,
+            yaml(
+                "even: .n % 2 == 0, threes: .n % 3 == 0",
+                "  threes: {type: file, inputs: [r.threes], path: \(file)}"))
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(child.waitForErrorText("applied: added 'threes'; replaced 'r'"), "\(child.errorText)")
+        kill(child.process.processIdentifier, SIGTERM)
+        output.append(child.readAllOutput(seconds: 60))
+        #expect(child.waitForExit(seconds: 60) == 0, "\(child.errorText)")
+        #expect(Self.numbers(output) == [0, 2, 4, 6, 8])
+    }
+
     /// A stateful transform replaced by a reload first emits what it holds, marked partial; the new one starts
     /// empty with the events after the change.
     @Test func aReplacedAggregateEmitsItsOpenWindowAsPartial() throws {

@@ -75,6 +75,9 @@ public final class EventOutput: Sendable {
         for target in detached { target.finishProducer() }
     }
 
+    /// True once the producer finished.
+    var isFinished: Bool { edges.locked { $0.finished } }
+
     /// Tells every consumer that this producer is done.
     func finish() {
         let targets = edges.locked { edges in

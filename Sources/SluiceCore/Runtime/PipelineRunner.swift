@@ -377,7 +377,10 @@ public final class PipelineRunner: Sendable {
             kind: running.kind, input: running.input, outputs: now.merging(running.outputs) { new, _ in new },
             stop: running.stop, runsIn: running.runsIn)
         let retired = running.outputs.filter { now[$0.key] == nil }.map(\.value)
-        return (ports.isEmpty ? .single(now[""]!) : .named(ports.map { now[$0]! }), retired)
+        let output: ChainOutput = ports.isEmpty ? .single(now[""]!) : .named(ports.map { now[$0]! })
+        // A transform whose input ended has finished its outputs and takes no replacement: so do the new ones.
+        if running.outputs.values.contains(where: \.isFinished) { output.finish() }
+        return (output, retired)
     }
 
     /// A stop for one source, which the pipeline's stop fires too.
@@ -405,12 +408,15 @@ public final class PipelineRunner: Sendable {
     /// Marks the component `counters` count as ended: one a reload removed leaves the reports.
     private func ended(_ counters: ComponentMetrics) {
         let id = counters.id
-        let unsplit = live.locked { state -> (output: EventOutput, parts: [SplitPart])? in
+        let (unsplit, unreplaced) = live.locked {
+            state -> ((output: EventOutput, parts: [SplitPart])?, ChainOutput?) in
             // A reload may have given the id to a component of another kind, which runs on.
             let succeeded = state.metrics.contains { $0.id == id && $0 !== counters }
             // A change a reload made after the component's last look is moot now.
-            if !succeeded, state.pending.removeValue(forKey: id) != nil {
+            var unreplaced: ChainOutput?
+            if !succeeded, let replacement = state.pending.removeValue(forKey: id) {
                 pendingReplacements.subtract(1, ordering: .releasing)
+                unreplaced = replacement.output
             }
             // (Only a transform that runs a chain is split, and a successor of another kind is none.)
             let unsplit = counters.kind == .transform ? state.splits.removeValue(forKey: id) : nil
@@ -419,14 +425,15 @@ public final class PipelineRunner: Sendable {
                 state.metrics.removeAll { $0 === counters }
                 if !succeeded { state.running[id] = nil }
             }
-            return unsplit
+            return (unsplit, unreplaced)
         }
-        // A chain that ended before its split: the outputs made for its parts, which consumers a reload connected
-        // may count on, end too.
+        // A chain that ended before its split, or a transform before its replacement with other named outputs:
+        // the outputs made for them, which consumers a reload connected may count on, end too.
         if let unsplit {
             unsplit.output.finish()
             for part in unsplit.parts { part.output.finish() }
         }
+        unreplaced?.finish()
     }
 
     /// Records a reload whose file was not valid: nothing changed.
