@@ -27,7 +27,13 @@ public enum EventDecoding: String, ConfigChoice {
             var text: [UInt8] = []
             text.reserveCapacity(line.count + 14 + Self.appendRoom)
             text.append(contentsOf: #"{"message":"#.utf8)
-            if JSONWriter.isASCII(line) {
+            if let start = line.baseAddress, PlainBytes.skip(from: start, to: start + line.count) == start + line.count
+            {
+                // The common line, ASCII needing no escape, found so in one pass.
+                text.append(UInt8(ascii: "\""))
+                text.append(contentsOf: line)
+                text.append(UInt8(ascii: "\""))
+            } else if JSONWriter.isASCII(line) {
                 JSONWriter.writeString(utf8: line, to: &text)
             } else {
                 // Invalid UTF-8 is replaced with U+FFFD.

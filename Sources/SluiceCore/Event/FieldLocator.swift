@@ -62,6 +62,13 @@ extension Event {
         }
     }
 
+    /// Appends the UTF-8 bytes of the string field `locator` names to `output`, straight from the event's text (as
+    /// ``withPlainString(_:_:)`` finds them); false, appending nothing, where that gives `nil`. (Not generic, so that
+    /// a sink in another module calls it without looking up generic metadata per event.)
+    package func appendPlainString(_ locator: inout FieldLocator, to output: inout [UInt8]) -> Bool {
+        withPlainString(&locator) { output.append(contentsOf: $0) } != nil
+    }
+
     /// Calls `body` with the UTF-8 bytes of the string field `locator` names, straight from the event's text, when
     /// it is a string written without escapes; `nil` otherwise (missing, another type, escaped, or a parsed event),
     /// and the caller reads the field's value instead.

@@ -447,7 +447,7 @@ enum CanonicalJSON {
                 base[at - 2] == UInt8(ascii: "{") || base[at - 2] == UInt8(ascii: ",")
             {
                 let valueStart = at + key.count + 2
-                guard let valueEnd = skipValue(at: valueStart, in: text) else { return .missing }
+                guard let valueEnd = skipFlatValue(at: valueStart, in: text) else { return .missing }
                 return .found(valueStart..<valueEnd)
             }
             from = at + 1
@@ -475,7 +475,7 @@ enum CanonicalJSON {
                     memcmp(base + at, needle, key.count) == 0
                 {
                     let valueStart = at + key.count + 2
-                    guard let valueEnd = skipValue(at: valueStart, in: text) else { return .missing }
+                    guard let valueEnd = skipFlatValue(at: valueStart, in: text) else { return .missing }
                     return .found(valueStart..<valueEnd)
                 }
             }
@@ -528,6 +528,17 @@ enum CanonicalJSON {
     @inline(__always)
     private static func byte(_ index: Int, of text: UnsafeBufferPointer<UInt8>) -> UInt8 {
         index >= 0 && index < text.count ? text[index] : 0
+    }
+
+    /// ``skipValue(at:in:)`` in flat text, which holds no backslash: a string ends at the next quote, which
+    /// `memchr` finds (stepping over a log line's message this way costs a fraction of the byte loop's time).
+    private static func skipFlatValue(at start: Int, in text: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let base = text.baseAddress, start >= 0, start < text.count, text[start] == UInt8(ascii: "\"")
+        else { return skipValue(at: start, in: text) }
+        guard let quote = memchr(base + start + 1, Int32(UInt8(ascii: "\"")), text.count - start - 1) else {
+            return nil
+        }
+        return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(quote)) + 1
     }
 
     /// The index just past the value starting at `start`, or `nil` when the text ends before the value does.

@@ -89,6 +89,8 @@ private struct MessageEncoder {
     private var hasKey = false
     private var value: [UInt8] = []
     private var keyState: ExpressionState?
+    /// The message's text, in the sink's `encoding`.
+    private var lines: LineFormat.Encoder
     /// Why the last ``encode(_:)`` failed.
     private(set) var failure = ""
 
@@ -97,13 +99,14 @@ private struct MessageEncoder {
         self.producer = producer
         constantTopic = config.topic.constantText.flatMap { try? producer.topic($0) }
         keyState = config.key?.makeState()
+        lines = config.format.encoder()
     }
 
     /// Encodes `event` and returns its topic; `nil` (with ``failure``) when its topic or key cannot be evaluated.
     mutating func encode(_ event: Event) -> KafkaTopic? {
         value.removeAll(keepingCapacity: true)
         do {
-            try config.format.append(event, to: &value)
+            try lines.append(event, to: &value)
             value.removeLast()  // the newline a line sink writes
             let topic: KafkaTopic
             if let constantTopic {

@@ -31,28 +31,42 @@ public struct LineFormat: Sendable {
         self.encoding = template == nil ? encoding ?? .json : .text
     }
 
-    private static let messagePath: [PathStep] = [.key("message")]
+    /// An encoder of events one after another in this format.
+    func encoder() -> Encoder { Encoder(format: self) }
 
-    /// Appends the event's line, newline included; on a template error nothing is appended.
-    func append(_ event: Event, to output: inout [UInt8]) throws(EvaluationError) {
-        let start = output.count
-        switch encoding {
-        case .json:
-            event.writeJSON(to: &output)
-        case .text:
-            // Fields are read from the event's text where it has one: a text line is never parsed whole.
-            if let template {
-                do {
-                    try template.render(event, to: &output)
-                } catch {
-                    output.removeLast(output.count - start)
-                    throw error
-                }
-            } else if event.appendString(at: Self.messagePath, to: &output) {
-            } else {
-                event.writeJSON(to: &output)
-            }
+    /// Encodes events one after another, remembering where the last one's `message` was in its text, so that a
+    /// text sink finds the next one's with one comparison (the search was a quarter of a text sink's time).
+    struct Encoder {
+        let format: LineFormat
+        private var message = FieldLocator("message")
+        private static let messagePath: [PathStep] = [.key("message")]
+
+        init(format: LineFormat) {
+            self.format = format
         }
-        output.append(UInt8(ascii: "\n"))
+
+        /// Appends the event's line, newline included; on a template error nothing is appended.
+        mutating func append(_ event: Event, to output: inout [UInt8]) throws(EvaluationError) {
+            let start = output.count
+            switch format.encoding {
+            case .json:
+                event.writeJSON(to: &output)
+            case .text:
+                // Fields are read from the event's text where it has one: a text line is never parsed whole.
+                if let template = format.template {
+                    do {
+                        try template.render(event, to: &output)
+                    } catch {
+                        output.removeLast(output.count - start)
+                        throw error
+                    }
+                } else if event.appendPlainString(&message, to: &output) {
+                } else if event.appendString(at: Self.messagePath, to: &output) {
+                } else {
+                    event.writeJSON(to: &output)
+                }
+            }
+            output.append(UInt8(ascii: "\n"))
+        }
     }
 }

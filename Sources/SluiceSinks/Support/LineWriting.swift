@@ -14,6 +14,7 @@ struct LineWriting {
     func run(_ input: EventBuffer, _ context: SinkContext) async throws {
         let metrics = context.metrics
         var errors = EvaluationErrorLog(componentID: context.id, log: context.log)
+        var encoder = format.encoder()
         var pending = Self.emptyBuffer()
         var ingestTimes: [UInt64] = []
         // The earliest of `ingestTimes`, kept as they are added rather than searched for at every batch.
@@ -26,7 +27,7 @@ struct LineWriting {
             var failed = 0
             for event in batch {
                 do {
-                    try format.append(event, to: &pending)
+                    try encoder.append(event, to: &pending)
                     ingestTimes.append(event.ingestNanos)
                     oldestPending = min(oldestPending, event.ingestNanos)
                 } catch {
