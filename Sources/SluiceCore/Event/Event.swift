@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-    internal import Glibc
-#endif
-
 /// One event flowing through a pipeline: a JSON value and the moment it entered Sluice.
 ///
 /// An event read as canonical JSON text (see ``CanonicalJSONScanner``) keeps that text instead of a parsed value:
@@ -110,17 +106,13 @@ public struct Event: Sendable {
     package func appendString(at steps: [PathStep], to output: inout [UInt8]) -> Bool {
         if !text.isEmpty {
             let copied = text.withUnsafeBufferPointer { text -> Bool in
-                // Flat text has no backslash anywhere; other text is searched with `memchr` (a slice's `contains`
-                // stepped byte by byte: a tenth of a text pass-through's time).
                 guard
                     case .found(let range) = CanonicalJSON.find(
                         steps, in: text, topLevelKeys: topLevelKeys, flat: textIsFlat),
-                    range.count >= 2, text[range.lowerBound] == UInt8(ascii: "\""),
-                    textIsFlat
-                        || memchr(text.baseAddress! + range.lowerBound, Int32(UInt8(ascii: "\\")), range.count) == nil
+                    let string = CanonicalJSON.plainContents(
+                        of: UnsafeBufferPointer(rebasing: text[range]), flat: textIsFlat)
                 else { return false }
-                output.append(
-                    contentsOf: UnsafeBufferPointer(rebasing: text[(range.lowerBound + 1)..<(range.upperBound - 1)]))
+                output.append(contentsOf: string)
                 return true
             }
             if copied { return true }

@@ -78,12 +78,9 @@ extension Event {
         guard isText, locator.isPlain else { return nil }
         return withText { text, keys, flat -> Result? in
             guard case .found(let range) = CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat),
-                range.count >= 2, text[range.lowerBound] == UInt8(ascii: "\""),
-                flat || !text[range].contains(UInt8(ascii: "\\"))
+                let string = CanonicalJSON.plainContents(of: UnsafeBufferPointer(rebasing: text[range]), flat: flat)
             else { return nil }
-            return body(
-                UnsafeRawBufferPointer(
-                    UnsafeBufferPointer(rebasing: text[(range.lowerBound + 1)..<(range.upperBound - 1)])))
+            return body(UnsafeRawBufferPointer(string))
         } ?? nil
     }
 

@@ -654,14 +654,20 @@ enum CanonicalJSON {
     /// The string written in `text` when it has no escape: its bytes between the quotes, which in event text are
     /// valid UTF-8 (the scanner checked them, or the writer wrote them), so no reader is needed.
     static func plainString(_ text: UnsafeBufferPointer<UInt8>) -> JSONValue? {
-        guard text.count >= 2, text[0] == UInt8(ascii: "\""), text[text.count - 1] == UInt8(ascii: "\"") else {
+        plainContents(of: text, flat: false).map { .string(String(decoding: $0, as: UTF8.self)) }
+    }
+
+    /// The bytes between the quotes of the string `value` (a value's text), when it is one written without escapes;
+    /// `nil` otherwise. Flat text holds no backslash anywhere; in other text `memchr` looks for one.
+    static func plainContents(of value: UnsafeBufferPointer<UInt8>, flat: Bool) -> UnsafeBufferPointer<UInt8>? {
+        guard value.count >= 2, value[0] == UInt8(ascii: "\""), value[value.count - 1] == UInt8(ascii: "\"") else {
             return nil
         }
-        let body = UnsafeBufferPointer(rebasing: text[1..<(text.count - 1)])
-        guard memchr(body.baseAddress ?? text.baseAddress!, Int32(UInt8(ascii: "\\")), body.count) == nil else {
+        let body = UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)])
+        guard flat || memchr(value.baseAddress! + 1, Int32(UInt8(ascii: "\\")), body.count) == nil else {
             return nil
         }
-        return .string(String(decoding: body, as: UTF8.self))
+        return body
     }
 
     /// 10^exponent for 0 through 15, each exact in a double (a switch: a static table is reached through a
