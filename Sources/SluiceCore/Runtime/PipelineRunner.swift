@@ -81,8 +81,8 @@ public final class PipelineRunner: Sendable {
         /// Its input buffer; `nil` for a source and for a transform that runs in another's task.
         let input: EventBuffer?
         /// Where it sends, by named output (`""` for its only one); empty when a transform fused after it takes its
-        /// output in the same task.
-        let outputs: [String: EventOutput]
+        /// output in the same task. A reload that gives a transform other named outputs changes them.
+        var outputs: [String: EventOutput]
         /// A source's own stop, which ends it and every instance that replaces it.
         let stop: StopSignal?
         /// For a transform that runs in another's task: that task's first transform.
@@ -373,9 +373,7 @@ public final class PipelineRunner: Sendable {
                     ($0, running.outputs[$0] ?? EventOutput(targets: [], namedOutput: $0, of: metrics))
                 })
         // The old ones stay listed until the replacement, so that consumers leaving them are disconnected.
-        state.running[component.id] = Running(
-            kind: running.kind, input: running.input, outputs: now.merging(running.outputs) { new, _ in new },
-            stop: running.stop, runsIn: running.runsIn)
+        state.running[component.id]?.outputs.merge(now) { _, new in new }
         let retired = running.outputs.filter { now[$0.key] == nil }.map(\.value)
         let output: ChainOutput = ports.isEmpty ? .single(now[""]!) : .named(ports.map { now[$0]! })
         // A transform whose input ended has finished its outputs and takes no replacement: so do the new ones.
@@ -456,11 +454,10 @@ public final class PipelineRunner: Sendable {
             else { return nil }
             pendingReplacements.subtract(1, ordering: .releasing)
             // The outputs it no longer has leave the running component as it changes.
-            if !replacement.retired.isEmpty, let running = state.running[id] {
-                state.running[id] = Running(
-                    kind: running.kind, input: running.input,
-                    outputs: running.outputs.filter { _, output in !replacement.retired.contains { $0 === output } },
-                    stop: running.stop, runsIn: running.runsIn)
+            if !replacement.retired.isEmpty, var running = state.running[id] {
+                running.outputs = running.outputs.filter { _, output in !replacement.retired.contains { $0 === output }
+                }
+                state.running[id] = running
             }
             return replacement
         }

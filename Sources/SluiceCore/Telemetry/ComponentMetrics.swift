@@ -42,8 +42,11 @@ public final class ComponentMetrics: Sendable {
     /// The component was replaced by one of type `typeName`: what the old one reported of itself (a source's or
     /// sink's details, a transform's state) goes; the counters go on. (A transform's details are the runner's.)
     func retype(_ typeName: String) {
-        guard type.locked({ $0 }) != typeName else { return }
-        type.locked { $0 = typeName }
+        let changed = type.locked { old in
+            defer { old = typeName }
+            return old != typeName
+        }
+        guard changed else { return }
         if kind != .transform { detailsProvider.locked { $0 = nil } }
         counters.locked { $0.state = nil }
     }
