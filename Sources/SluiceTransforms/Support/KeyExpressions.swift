@@ -79,9 +79,8 @@ struct KeyReader: Sendable {
 }
 
 /// Keys (by fingerprint) in least-recently-used order with a limit, each with a value. The entries live in one
-/// array, linked by index, found through an open-addressing table of their hashes (linear probing, deletion by
-/// backward shift): nothing is allocated per key or per lookup, so the state's memory is the limit times a fixed
-/// entry size. Used by `dedupe` and `throttle` to bound their state.
+/// array, linked by index, found through a ``FingerprintTable``: nothing is allocated per key or per lookup, so the
+/// state's memory is the limit times a fixed entry size. Used by `dedupe` and `throttle` to bound their state.
 struct RecentKeys<Value: Sendable>: Sendable {
     private struct Entry: Sendable {
         var key: KeyFingerprint
@@ -92,20 +91,17 @@ struct RecentKeys<Value: Sendable>: Sendable {
 
     private var entries: [Entry] = []
     private var free: [Int] = []
-    /// The table: 0 is empty, else the entry's index + 1 in the high 32 bits and the low 32 bits of its hash in
-    /// the low ones, so that probing and moving slots read no entry until a hash matches. The capacity is a power
-    /// of two, at least twice the keys held.
-    private var slots = [UInt64](repeating: 0, count: 1024)
+    private var table = FingerprintTable()
     /// The most recently and the least recently used entries, or -1.
     private var newest = -1
     private var oldest = -1
 
     /// Keys held.
-    private(set) var count = 0
+    var count: Int { table.count }
 
     /// The value for `key`, made the most recently used; `nil` when it is not held.
     mutating func use(_ key: KeyFingerprint) -> Value? {
-        guard let entry = find(key) else { return nil }
+        guard let entry = table.find(key, keyOf: { entries[$0].key }) else { return nil }
         moveToFront(entry)
         return entries[entry].value
     }
@@ -126,9 +122,7 @@ struct RecentKeys<Value: Sendable>: Sendable {
             entries.append(Entry(key: key, value: value))
             entry = entries.count - 1
         }
-        count += 1
-        if count * 2 > slots.count { grow() }
-        place(entry)
+        table.insert(entry, hash: key.hash)
         link(entry)
         guard count > limit else { return false }
         removeOldest()
@@ -143,69 +137,8 @@ struct RecentKeys<Value: Sendable>: Sendable {
         let entry = oldest
         guard entry >= 0 else { return }
         unlink(entry)
-        displace(entry)
+        table.remove(entry, hash: entries[entry].key.hash)
         free.append(entry)
-        count -= 1
-    }
-
-    // MARK: - The table
-
-    private static func slot(_ entry: Int, _ hash: UInt64) -> UInt64 {
-        UInt64(entry + 1) << 32 | hash & 0xFFFF_FFFF
-    }
-
-    private static func entry(_ slot: UInt64) -> Int { Int(slot >> 32) - 1 }
-
-    private func find(_ key: KeyFingerprint) -> Int? {
-        let mask = slots.count - 1
-        let tag = key.hash & 0xFFFF_FFFF
-        var index = Int(truncatingIfNeeded: key.hash) & mask
-        while true {
-            let slot = slots[index]
-            if slot == 0 { return nil }
-            if slot & 0xFFFF_FFFF == tag, entries[Self.entry(slot)].key == key { return Self.entry(slot) }
-            index = (index + 1) & mask
-        }
-    }
-
-    private mutating func place(_ entry: Int) {
-        let mask = slots.count - 1
-        let hash = entries[entry].key.hash
-        var index = Int(truncatingIfNeeded: hash) & mask
-        while slots[index] != 0 { index = (index + 1) & mask }
-        slots[index] = Self.slot(entry, hash)
-    }
-
-    /// Removes `entry` from the table, moving back the slots after it that would no longer be found.
-    private mutating func displace(_ entry: Int) {
-        let mask = slots.count - 1
-        let hash = entries[entry].key.hash
-        var hole = Int(truncatingIfNeeded: hash) & mask
-        let slot = Self.slot(entry, hash)
-        while slots[hole] != slot { hole = (hole + 1) & mask }
-        var next = hole
-        while true {
-            next = (next + 1) & mask
-            let moving = slots[next]
-            if moving == 0 { break }
-            let home = Int(truncatingIfNeeded: moving) & mask
-            // `moving` may fill the hole unless its home lies cyclically in (hole, next].
-            let homeIsBetween = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next)
-            if !homeIsBetween {
-                slots[hole] = moving
-                hole = next
-            }
-        }
-        slots[hole] = 0
-    }
-
-    private mutating func grow() {
-        slots = [UInt64](repeating: 0, count: slots.count * 2)
-        var entry = newest
-        while entry >= 0 {
-            place(entry)
-            entry = entries[entry].older
-        }
     }
 
     // MARK: - Recency
