@@ -97,6 +97,22 @@ extension Event {
         } ?? false
     }
 
+    /// The two hashes ``StableHash/pair(_:followedBy:secondSeed:)`` gives for the JSON text of the field `locator`
+    /// names followed by `last`, read in place: the key ``appendValueText(_:to:)`` and `last` would make, without
+    /// the copy. `nil` for a parsed event, a name text cannot hold as it is, or a missing field.
+    package func valueTextHashes(_ locator: inout FieldLocator, followedBy last: UInt8, secondSeed: UInt64)
+        -> (UInt64, UInt64)?
+    {
+        guard isText, locator.isPlain else { return nil }
+        return withText { text, keys, flat -> (UInt64, UInt64)? in
+            guard case .found(let range) = CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) else {
+                return nil
+            }
+            let value = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[range]))
+            return StableHash.pair(value, followedBy: last, secondSeed: secondSeed)
+        } ?? nil
+    }
+
     /// The time in the field `locator` names, like ``epochMillis(at:)``; remembers where it was.
     package func epochMillis(_ locator: inout FieldLocator) -> Int64? {
         guard isText, locator.isPlain else { return nil }

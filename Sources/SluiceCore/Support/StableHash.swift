@@ -20,6 +20,29 @@ public enum StableHash {
         return (mix(first ^ tail ^ 0xFF51_AFD7_ED55_8CCD), mix(second ^ tail ^ 0xFF51_AFD7_ED55_8CCD))
     }
 
+    /// ``pair(_:secondSeed:)`` of `bytes` followed by the byte `last`, without copying them anywhere: a key read in
+    /// place from an event's text and ended by a separator hashes as the same key copied out and ended.
+    public static func pair(_ bytes: UnsafeRawBufferPointer, followedBy last: UInt8, secondSeed: UInt64)
+        -> (UInt64, UInt64)
+    {
+        let length = UInt64(truncatingIfNeeded: bytes.count + 1) &* 0xC2B2_AE3D_27D4_EB4F
+        var first = 0x9E37_79B9_7F4A_7C15 ^ length
+        var second = secondSeed ^ length
+        let left = forEachWord(of: bytes) { word in
+            first = mix(first ^ word)
+            second = mix(second ^ word)
+        }
+        // What is left of `bytes`, and `last`: one to eight bytes, a whole word only when there are eight.
+        let remaining = bytes.count % 8
+        var tail = left | UInt64(last) << UInt64(remaining * 8)
+        if remaining == 7 {
+            first = mix(first ^ tail)
+            second = mix(second ^ tail)
+            tail = 0
+        }
+        return (mix(first ^ tail ^ 0xFF51_AFD7_ED55_8CCD), mix(second ^ tail ^ 0xFF51_AFD7_ED55_8CCD))
+    }
+
     @inline(__always)
     private static func lengthWord(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         UInt64(truncatingIfNeeded: bytes.count) &* 0xC2B2_AE3D_27D4_EB4F

@@ -43,8 +43,11 @@ struct KeyFingerprint: Hashable, Sendable {
     }
 
     init(_ bytes: UnsafeRawBufferPointer) {
-        (hash, check) = StableHash.pair(bytes, secondSeed: 0xD6E8_FEB8_6659_FD93)
+        (hash, check) = StableHash.pair(bytes, secondSeed: Self.secondSeed)
     }
+
+    /// The seed of ``check``.
+    static let secondSeed: UInt64 = 0xD6E8_FEB8_6659_FD93
 }
 
 /// Reads the key of events under a list of expressions: each value as JSON text (straight from the event's text
@@ -66,6 +69,13 @@ struct KeyReader: Sendable {
 
     /// The fingerprint of `event`'s key.
     mutating func read(_ event: Event) throws(EvaluationError) -> KeyFingerprint {
+        // One top-level field, the commonest key: hashed where it lies in the event's text.
+        if expressions.count == 1, locators[0] != nil,
+            let (hash, check) = event.valueTextHashes(
+                &locators[0]!, followedBy: UInt8(ascii: "\n"), secondSeed: KeyFingerprint.secondSeed)
+        {
+            return KeyFingerprint(hash: hash, check: check)
+        }
         bytes.removeAll(keepingCapacity: true)
         for index in expressions.indices {
             if locators[index] != nil, event.appendValueText(&locators[index]!, to: &bytes) {

@@ -20,4 +20,16 @@ struct StableHashTests {
         #expect(pair.1 == bytes.withUnsafeBytes { StableHash.hash($0, seed: 42) })
         #expect(pair.1 != pair.0)
     }
+
+    /// Hashing bytes followed by one more byte in place gives what hashing them copied out with it gives, at every
+    /// length around the eight-byte words.
+    @Test func bytesFollowedByAByteHashAsThoughCopiedTogether() {
+        let text = Array("\"dev-0001\",\"region\":\"eu-west\",12345.5,true,null,\"\u{e9}t\u{e9}\"".utf8)
+        for count in 0...text.count {
+            let bytes = Array(text.prefix(count))
+            let together = (bytes + [0x0A]).withUnsafeBytes { StableHash.pair($0, secondSeed: 42) }
+            let apart = bytes.withUnsafeBytes { StableHash.pair($0, followedBy: 0x0A, secondSeed: 42) }
+            #expect(apart == together, "\(count) bytes")
+        }
+    }
 }
