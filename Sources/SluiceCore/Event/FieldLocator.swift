@@ -52,7 +52,7 @@ extension Event {
 
     /// The number or boolean in the field `locator` names, read straight from the event's text; `nil` when it is
     /// missing or holds anything else, or the text cannot be read this way (the caller takes the general way).
-    func scalar(_ locator: inout FieldLocator) -> Scalar? {
+    package func scalar(_ locator: inout FieldLocator) -> Scalar? {
         guard isText, locator.isPlain else { return lookup(locator.steps).flatMap(Scalar.init) }
         return withText { text, keys, flat -> Scalar? in
             guard case .found(let range) = CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) else {

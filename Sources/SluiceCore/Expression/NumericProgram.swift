@@ -2,12 +2,12 @@ internal import SluiceRegex
 
 /// A number or a boolean: what the numeric program computes with. It holds nothing reference counted, so copying
 /// one is copying bytes.
-enum Scalar: Sendable, Equatable {
+package enum Scalar: Sendable, Equatable {
     case int(Int64)
     case double(Double)
     case bool(Bool)
 
-    init?(_ value: JSONValue) {
+    package init?(_ value: JSONValue) {
         switch value {
         case .int(let number): self = .int(number)
         case .double(let number): self = .double(number)
@@ -16,7 +16,7 @@ enum Scalar: Sendable, Equatable {
         }
     }
 
-    var value: JSONValue {
+    package var value: JSONValue {
         switch self {
         case .int(let number): .int(number)
         case .double(let number): .double(number)
@@ -24,7 +24,7 @@ enum Scalar: Sendable, Equatable {
         }
     }
 
-    var number: Double? {
+    package var number: Double? {
         switch self {
         case .int(let number): Double(number)
         case .double(let number): number

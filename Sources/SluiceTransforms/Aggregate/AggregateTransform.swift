@@ -1,19 +1,16 @@
 internal import SluiceCore
 
-/// One tumbling or hopping window: its groups' states, in the order the groups first appeared in it.
-final class OpenWindow: @unchecked Sendable {
-    // @unchecked: as for WindowState, only the one AggregateTransform holding it touches it.
+/// One tumbling or hopping window: its bounds and its groups' states, in the order the groups first appeared in it.
+struct TimeWindow: Sendable {
     let start: Int64
     let end: Int64
-    var groups: [EventKey: WindowState] = [:]
-    var order: [WindowState] = []
-    /// The earliest ingest time of the events folded into its groups.
-    var firstIngestNanos = UInt64.max
+    var states: [Int32] = []
+}
 
-    init(start: Int64, end: Int64) {
-        self.start = start
-        self.end = end
-    }
+/// A group's state in the tumbling or hopping window that ends at `end`.
+struct WindowKey: Hashable, Sendable {
+    let group: Int32
+    let end: Int64
 }
 
 /// Folds events into one event per group and window (see ``AggregateTransformConfig``).
@@ -23,15 +20,18 @@ final class OpenWindow: @unchecked Sendable {
 /// watermark reaches its end, and an event all of whose windows have closed is discarded under `late`. Processing
 /// time: an event's time is the wall clock when it is processed, and windows close on the wall clock through the
 /// transform's deadline. Every input event is either folded, late, or an error; every output event is created.
+///
+/// An event's group is found by the fingerprint of its group values' text (``Groups``), and the state it folds into
+/// is the one its group's last event went to, most of the time; the states themselves are columns of plain values
+/// (``WindowStates``), so folding allocates nothing and counts no references.
 struct AggregateTransform: Transform {
     let id: String
     let log: Logger
     let window: AggregateTransformConfig.Window
     let time: AggregateTransformConfig.Time
-    let groupBy: [(field: String, expression: Expression)]
+    let groupFields: [String]
     let groupExpressions: [Expression]
     let aggregations: [Aggregation]
-    let layout: AccumulatorLayout
     let maxGroups: Int
     /// The distinct expressions the aggregations read, evaluated once per event, and each aggregation's index
     /// into them (`nil` for `count()`).
@@ -42,15 +42,19 @@ struct AggregateTransform: Transform {
     let numericNames: [String]
     /// Each aggregation's `collect` limit (0 for the others), so the hot loop reads no Aggregation.
     let collectLimits: [Int]
+    /// The arguments whose values a function keeps (`first`, `last`, `collect`, `distinct_count`); the others are
+    /// only read as numbers (or counted).
+    let keepsValue: [Bool]
     /// The event-time field and the allowed lateness, kept apart from `time` so the hot path copies no enum.
     let timeField: Expression?
     let lateness: Int64
-    /// Where the time, a single group field and each argument are, when they are top-level fields: read straight
-    /// from the event's text, where they were in the last event (``FieldLocator``).
+    /// Where the time and each argument are, when they are top-level fields: read straight from the event's text,
+    /// where they were in the last event (``FieldLocator``).
     var timeLocator: FieldLocator?
-    var groupLocator: FieldLocator?
     var argumentLocators: [FieldLocator?]
-    /// The states of the other group and argument expressions and of the time field.
+    /// The group key's fingerprint, read from the event's text.
+    var groupKeys: KeyReader
+    /// The states of the group, argument and time expressions.
     var groupStates: [ExpressionState]
     var argumentStates: [ExpressionState]
     var timeState: ExpressionState?
@@ -59,44 +63,45 @@ struct AggregateTransform: Transform {
 
     // MARK: State
 
-    /// Tumbling and hopping windows by end, and their ends in ascending order.
-    var windows: [Int64: OpenWindow] = [:]
-    /// The window the last event went to.
-    var lastWindow: OpenWindow?
-    var ends: [Int64] = []
-    /// Session windows by group, each group's sorted by start.
-    var sessions: [EventKey: [WindowState]] = [:]
-    /// Open sessions by end for closing in order: (end, group's first-seen number, state). Entries go stale when a
-    /// session grows or merges; a stale entry is skipped when it comes up.
+    var groups: Groups
+    var states: WindowStates
+    /// Tumbling and hopping windows, in ascending order of end, and each group's state in them.
+    var windows: [TimeWindow] = []
+    var stateOf: [WindowKey: Int32] = [:]
+    /// Open sessions by end for closing in order. Entries go stale when a session grows or merges; a stale entry is
+    /// skipped when it comes up.
     var sessionHeap = SessionHeap()
-    /// When each session group was first seen, for the output order of sessions ending together.
-    var firstSeen: [EventKey: Int] = [:]
     /// Open group windows.
     var open = 0
     var evicted = 0
     /// Windows with an end at or before this are closed: the event-time watermark, or the wall clock with
     /// processing time, raised further when windows are emitted early (idle flush, the group limit).
     var watermark = Int64.min
-    /// The ingest time of the event being folded.
-    var foldingIngestNanos = UInt64.max
     /// No later than the earliest ingest time of any event in an open window (see ``oldestHeldIngestNanos``).
     var heldFloorNanos = UInt64.max
+    /// True when a state closed since the floor was last computed from the states.
+    var closedSinceFloor = false
     /// When the sessions were last scanned for it, in epoch milliseconds.
     var heldScanMillis: Int64?
+    /// The bounds of the tumbling window the last event fell in, so that the next one in it needs no division.
+    var lastStart = Int64.min
+    var lastEnd = Int64.min
     /// The wall-clock time of the last event, for the idle flush.
     var lastArrival: Int64?
-    /// Scratch for the argument values of one event.
+    /// Scratch for one event: its arguments' readings, their values where kept (or not a number, for the
+    /// message), and the group values of a new group.
+    var readings: [Reading]
     var values: [JSONValue]
+    var newGroupValues: [JSONValue] = []
 
     init(config: AggregateTransformConfig, context: TransformContext) {
         id = context.id
         log = context.log
         window = config.window
         time = config.time
-        groupBy = config.groupBy
+        groupFields = config.groupBy.map(\.field)
         groupExpressions = config.groupBy.map(\.expression)
         aggregations = config.aggregations
-        layout = AccumulatorLayout(config.aggregations)
         maxGroups = config.maxGroups
         var arguments: [Expression] = []
         argumentIndex = config.aggregations.map { aggregation in
@@ -113,6 +118,12 @@ struct AggregateTransform: Transform {
         numericArguments = numeric.map(\.0)
         numericNames = numeric.map(\.1)
         collectLimits = config.aggregations.map { $0.function == .collect ? Int($0.parameter) : 0 }
+        let indexes = argumentIndex
+        keepsValue = arguments.indices.map { argument in
+            zip(config.aggregations, indexes).contains { aggregation, index in
+                index == argument && [.first, .last, .collect, .distinct_count].contains(aggregation.function)
+            }
+        }
         if case .event(let field, let lateness, _) = config.time {
             timeLocator = FieldLocator(field.pathSteps)
             timeField = field
@@ -121,34 +132,38 @@ struct AggregateTransform: Transform {
             timeField = nil
             lateness = 0
         }
-        groupLocator = config.groupBy.count == 1 ? FieldLocator(config.groupBy[0].expression.pathSteps) : nil
         argumentLocators = arguments.map { FieldLocator($0.pathSteps) }
+        groupKeys = KeyReader(groupExpressions)
         groupStates = groupExpressions.map { $0.makeState() }
         argumentStates = arguments.map { $0.makeState() }
         timeState = timeField?.makeState()
+        readings = Array(repeating: .null, count: arguments.count)
         values = Array(repeating: .null, count: arguments.count)
         errors = EvaluationErrorLog(componentID: context.id, log: context.log)
+        groups = Groups(width: config.groupBy.count)
+        states = WindowStates(layout: AccumulatorLayout(config.aggregations))
     }
 
     var state: TransformState? { TransformState(name: "open_windows", size: open, evictedTotal: evicted) }
 
     var oldestHeldIngestNanos: UInt64 { heldFloorNanos }
 
-    /// Raises the floor to the truth once windows have closed: at once for time windows, which are few, and at
-    /// most once a second for sessions, which are one per key (between scans it only falls, staying safe).
+    /// Raises the floor to the truth once states have closed (between closes it only falls, as events fold, and
+    /// stays exact): at once for time windows, which close together and seldom, and at most once a second for
+    /// sessions, which close one by one (between scans it stays lower than the truth: safe).
     private mutating func refreshHeldFloor(now: Int64) {
         if open == 0 {
             heldFloorNanos = .max
+            closedSinceFloor = false
             return
         }
-        switch window {
-        case .tumbling, .hopping:
-            heldFloorNanos = windows.values.lazy.map(\.firstIngestNanos).min() ?? .max
-        case .session:
+        guard closedSinceFloor else { return }
+        if case .session = window {
             if let last = heldScanMillis, now - last < 1_000 { return }
             heldScanMillis = now
-            heldFloorNanos = sessions.values.lazy.flatMap { $0 }.map(\.firstIngestNanos).min() ?? .max
         }
+        heldFloorNanos = states.earliestIngestNanos
+        closedSinceFloor = false
     }
 
     // MARK: - Transform
@@ -156,9 +171,10 @@ struct AggregateTransform: Transform {
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         var output: [Event] = []
         if case .processing = time { advanceProcessingTime(pass.nowMillis, into: &output, &pass) }
-        for event in events { fold(event, into: &output, &pass) }
+        // By index, so that each event is read in place rather than copied (a retain and release each).
+        for index in events.indices { fold(events[index], into: &output, &pass) }
         if !events.isEmpty { lastArrival = pass.nowMillis }
-        sessionHeap.settle()
+        sessionHeap.settle(states)
         refreshHeldFloor(now: pass.nowMillis)
         events = output
     }
@@ -183,7 +199,7 @@ struct AggregateTransform: Transform {
             guard let idleFlush, let lastArrival, pass.nowMillis >= lastArrival + idleFlush else { return }
             closeAll(partial: false, into: &events, &pass)
         }
-        sessionHeap.settle()
+        sessionHeap.settle(states)
         refreshHeldFloor(now: pass.nowMillis)
     }
 
@@ -194,48 +210,56 @@ struct AggregateTransform: Transform {
 
     // MARK: - Folding
 
-    private mutating func fold(_ event: Event, into output: inout [Event], _ pass: inout TransformPass) {
+    private mutating func fold(_ event: borrowing Event, into output: inout [Event], _ pass: inout TransformPass) {
         let eventTime: Int64
-        let key: EventKey
+        let key: KeyFingerprint
+        let known: Int32?
         do throws(EvaluationError) {
             eventTime = try self.eventTime(of: event, now: pass.nowMillis)
-            if groupLocator != nil {
-                key = .one(event.lookup(&groupLocator!) ?? .null)
-            } else {
-                key = try EventKey(event, groupExpressions, &groupStates)
-            }
-            for index in arguments.indices {
-                if argumentLocators[index] != nil {
-                    values[index] = event.lookup(&argumentLocators[index]!) ?? .null
-                } else {
-                    values[index] = try arguments[index].evaluate(event, &argumentStates[index])
+            key = try groupKeys.read(event)
+            known = groups.number(of: key)
+            if known == nil {
+                newGroupValues.removeAll(keepingCapacity: true)
+                for index in groupExpressions.indices {
+                    newGroupValues.append(try groupExpressions[index].evaluate(event, &groupStates[index]))
                 }
             }
+            for index in arguments.indices { try read(argument: index, of: event) }
             try checkNumbers()
         } catch {
             pass.discards[.error] += 1
             errors.report(error, in: "aggregate")
             return
         }
-        foldingIngestNanos = event.ingestNanos
+        // A new group is added only once the event is known to fold somewhere, so that every group held has a
+        // state.
         switch window {
         case .tumbling(let size):
-            let start = floorDivide(eventTime, size) * size
+            if eventTime < lastStart || eventTime >= lastEnd {
+                lastStart = floorDivide(eventTime, size) * size
+                lastEnd = lastStart + size
+            }
+            let start = lastStart
             guard start + size > watermark else { return late(eventTime, &pass) }
-            add(eventTime, key, toWindow: start, end: start + size)
+            let group = known ?? groups.add(key, newGroupValues)
+            add(eventTime, event.ingestNanos, group, toWindow: start, end: start + size)
         case .hopping(let size, let hop):
             // The windows holding t start at k * hop for t - size < k * hop <= t; the open ones end after the
             // watermark. Late only when every one has closed.
             let last = floorDivide(eventTime, hop) * hop
             var start = last - size + hop
             guard last + size > watermark else { return late(eventTime, &pass) }
+            let group = known ?? groups.add(key, newGroupValues)
             while start <= last {
-                if start + size > watermark { add(eventTime, key, toWindow: start, end: start + size) }
+                if start + size > watermark {
+                    add(eventTime, event.ingestNanos, group, toWindow: start, end: start + size)
+                }
                 start += hop
             }
         case .session(let gap):
             guard eventTime + gap > watermark else { return late(eventTime, &pass) }
-            addToSession(eventTime, key, gap: gap)
+            let group = known ?? groups.add(key, newGroupValues)
+            addToSession(eventTime, event.ingestNanos, group, gap: gap)
         }
         pass.folded += 1
         heldFloorNanos = min(heldFloorNanos, event.ingestNanos)
@@ -259,10 +283,21 @@ struct AggregateTransform: Transform {
         }
     }
 
-    private mutating func eventTime(of event: Event, now: Int64) throws(EvaluationError) -> Int64 {
-        // The common case, an RFC 3339 string or epoch milliseconds in the event's text, without making a value.
-        if timeLocator != nil, let millis = event.epochMillis(&timeLocator!) { return millis }
+    private mutating func eventTime(of event: borrowing Event, now: Int64) throws(EvaluationError) -> Int64 {
         guard let field = timeField else { return max(now, watermark) }
+        // The common case, an RFC 3339 string or epoch milliseconds in the event's text, without making a value.
+        let millis: Int64
+        if timeLocator != nil, let fromText = event.epochMillis(&timeLocator!) {
+            millis = fromText
+        } else {
+            millis = try eventTime(evaluating: field, of: event)
+        }
+        return millis
+    }
+
+    private mutating func eventTime(evaluating field: Expression, of event: borrowing Event) throws(EvaluationError)
+        -> Int64
+    {
         switch try field.evaluate(event, &timeState!) {
         case .int(let millis): return millis
         case .double(let millis) where millis.isFinite && abs(millis) < 9e15: return Int64(millis.rounded(.down))
@@ -280,98 +315,128 @@ struct AggregateTransform: Transform {
         }
     }
 
+    /// Reads argument `index` of `event` into ``readings`` (and ``values`` where its value is kept or it is not a
+    /// number): a number straight from the event's text where it is one.
+    private mutating func read(argument index: Int, of event: borrowing Event) throws(EvaluationError) {
+        if !keepsValue[index], argumentLocators[index] != nil, let scalar = event.scalar(&argumentLocators[index]!) {
+            switch scalar {
+            case .int(let number): readings[index] = .int(number)
+            case .double(let number): readings[index] = .double(number)
+            case .bool(let flag):
+                readings[index] = .other
+                values[index] = .bool(flag)
+            }
+            return
+        }
+        let value: JSONValue
+        if argumentLocators[index] != nil {
+            value = event.lookup(&argumentLocators[index]!) ?? .null
+        } else {
+            value = try arguments[index].evaluate(event, &argumentStates[index])
+        }
+        readings[index] = Reading(value)
+        if keepsValue[index] {
+            values[index] = value
+        } else if case .other = readings[index] {
+            values[index] = value
+        }
+    }
+
     /// A numeric function met something other than a number or null: the event is not folded anywhere.
     private func checkNumbers() throws(EvaluationError) {
         for position in numericArguments.indices {
-            switch values[numericArguments[position]] {
+            let argument = numericArguments[position]
+            switch readings[argument] {
             case .int, .null: continue
             case .double(let number) where number.isFinite: continue
-            case let other:
+            case .double, .other:
                 throw EvaluationError(
-                    "\(numericNames[position]) needs numbers, found " + JSONWriter.string(other).prefix(40))
+                    "\(numericNames[position]) needs numbers, found " + JSONWriter.string(values[argument]).prefix(40))
             }
         }
     }
 
-    private mutating func add(_ eventTime: Int64, _ key: EventKey, toWindow start: Int64, end: Int64) {
-        let open: OpenWindow
-        if let last = lastWindow, last.end == end {
-            // Most events fall in the window the previous one did.
-            open = last
-        } else if let existing = windows[end] {
-            open = existing
-            lastWindow = existing
+    /// Folds the current event into `group`'s state in the window `start..<end`, opening either as needed.
+    private mutating func add(
+        _ eventTime: Int64, _ ingestNanos: UInt64, _ group: Int32, toWindow start: Int64, end: Int64
+    ) {
+        let state: Int32
+        if groups.lastEnd[Int(group)] == end {
+            state = groups.lastState[Int(group)]
         } else {
-            open = OpenWindow(start: start, end: end)
-            windows[end] = open
-            lastWindow = open
-            let position = ends.firstIndex { $0 > end } ?? ends.count
-            ends.insert(end, at: position)
+            if let existing = stateOf[WindowKey(group: group, end: end)] {
+                state = existing
+            } else {
+                state = states.open(group: group, start: start, end: end)
+                groups.opened(in: group)
+                stateOf[WindowKey(group: group, end: end)] = state
+                windows[windowIndex(start: start, end: end)].states.append(state)
+                open += 1
+            }
+            groups.lastEnd[Int(group)] = end
+            groups.lastState[Int(group)] = state
         }
-        let state: WindowState
-        if let existing = open.groups[key] {
-            state = existing
-        } else {
-            state = WindowState(group: key.values, start: start, end: end, layout: layout)
-            open.groups[key] = state
-            open.order.append(state)
-            self.open += 1
-        }
-        open.firstIngestNanos = min(open.firstIngestNanos, foldingIngestNanos)
-        accumulate(into: state, eventTime)
+        states.fold(
+            state, readings, values, argumentIndex: argumentIndex, collectLimits: collectLimits, time: eventTime,
+            ingestNanos: ingestNanos)
     }
 
-    private mutating func addToSession(_ eventTime: Int64, _ key: EventKey, gap: Int64) {
-        if firstSeen[key] == nil { firstSeen[key] = firstSeen.count }
-        // Taken out of the dictionary while it changes, so that the array is not copied.
-        var list = sessions.removeValue(forKey: key) ?? []
+    /// The index in ``windows`` of the window ending at `end`, added if it is not open.
+    private mutating func windowIndex(start: Int64, end: Int64) -> Int {
+        var low = 0
+        var high = windows.count
+        while low < high {
+            let middle = (low + high) / 2
+            if windows[middle].end < end { low = middle + 1 } else { high = middle }
+        }
+        if low == windows.count || windows[low].end != end {
+            windows.insert(TimeWindow(start: start, end: end), at: low)
+        }
+        return low
+    }
+
+    private mutating func addToSession(_ eventTime: Int64, _ ingestNanos: UInt64, _ group: Int32, gap: Int64) {
+        // Taken out of the groups while it changes, so that the array is not copied.
+        var list = groups.sessions[Int(group)]
+        groups.sessions[Int(group)] = []
         // The sessions this event falls within the gap of: it joins them (and joins them together).
-        let touching = list.indices.filter { eventTime >= list[$0].start - gap && eventTime < list[$0].end }
-        let state: WindowState
+        let touching = list.indices.filter {
+            eventTime >= states.start[Int(list[$0])] - gap && eventTime < states.end[Int(list[$0])]
+        }
+        let state: Int32
         if let first = touching.first {
             state = list[first]
             for index in touching.dropFirst().reversed() {
-                state.merge(list[index], aggregations, layout.slots)
-                list[index].closed = true
+                states.merge(list[index], into: state, collectLimits: collectLimits)
+                release(list[index])
                 list.remove(at: index)
                 open -= 1
             }
-            state.start = min(state.start, eventTime)
-            state.lastTime = max(state.lastTime, eventTime)
-            state.end = state.lastTime + gap
+            let slot = Int(state)
+            states.start[slot] = min(states.start[slot], eventTime)
+            states.lastTime[slot] = max(states.lastTime[slot], eventTime)
+            states.end[slot] = states.lastTime[slot] + gap
         } else {
-            state = WindowState(group: key.values, start: eventTime, end: eventTime + gap, layout: layout)
-            state.lastTime = eventTime
-            let position = list.firstIndex { $0.start > eventTime } ?? list.count
+            state = states.open(group: group, start: eventTime, end: eventTime + gap)
+            groups.opened(in: group)
+            let position = list.firstIndex { states.start[Int($0)] > eventTime } ?? list.count
             list.insert(state, at: position)
             open += 1
-            sessionHeap.push(end: state.end, order: firstSeen[key]!, state: state, key: key)
+            sessionHeap.push(end: eventTime + gap, order: groups.firstSeen[Int(group)], state: state, states)
         }
-        sessions[key] = list
-        accumulate(into: state, eventTime)
+        groups.sessions[Int(group)] = list
+        states.fold(
+            state, readings, values, argumentIndex: argumentIndex, collectLimits: collectLimits, time: eventTime,
+            ingestNanos: ingestNanos)
     }
 
-    /// Folds the current event's values into `state`.
-    private func accumulate(into state: WindowState, _ eventTime: Int64) {
-        state.events += 1
-        state.firstIngestNanos = min(state.firstIngestNanos, foldingIngestNanos)
-        for (position, slot) in layout.slots.enumerated() {
-            let value = argumentIndex[position].map { values[$0] }
-            if let value, value == .null {
-                continue
-            }
-            switch slot {
-            case .count(let index): state.counts[index] += 1
-            case .sum(let index): state.sums[index].add(value!, value!.number)
-            case .moments(let index): state.moments[index].add(value!.number)
-            case .extreme(let index, let isMax): state.extremes[index].add(value!, value!.number, isMax: isMax)
-            case .ordered(let index, let isLast): state.ordered[index].add(value!, time: eventTime, isLast: isLast)
-            case .sketch(let index): state.sketches[index].add(value!.number)
-            case .distinct(let index): state.distincts[index].add(hash: StableHash.hash(value!))
-            case .collected(let index):
-                state.collected[index].add(value!, time: eventTime, limit: collectLimits[position])
-            }
-        }
+    /// Frees a state that was emitted or merged into another, and its group with its last state.
+    private mutating func release(_ state: Int32) {
+        let group = states.group[Int(state)]
+        if case .session = window {} else { stateOf[WindowKey(group: group, end: states.end[Int(state)])] = nil }
+        groups.closed(state, in: group)
+        states.close(state)
+        closedSinceFloor = true
     }
 
     // MARK: - Closing
@@ -379,7 +444,7 @@ struct AggregateTransform: Transform {
     /// The end of the window that closes first, if any is open.
     private var earliestEnd: Int64? {
         switch window {
-        case .tumbling, .hopping: return ends.first
+        case .tumbling, .hopping: return windows.first?.end
         case .session: return sessionHeap.earliestOpenEnd
         }
     }
@@ -396,27 +461,29 @@ struct AggregateTransform: Transform {
     ) {
         switch window {
         case .tumbling, .hopping:
-            while let end = ends.first, end <= limit {
-                ends.removeFirst()
-                let closing = windows.removeValue(forKey: end)!
-                if lastWindow === closing { lastWindow = nil }
+            while let first = windows.first, first.end <= limit {
+                let closing = windows.removeFirst()
                 // Every group of a window shares its bounds: formatted once.
                 let bounds = (
                     JSONValue.string(RFC3339.format(epochMillis: closing.start)),
-                    JSONValue.string(RFC3339.format(epochMillis: end))
+                    JSONValue.string(RFC3339.format(epochMillis: closing.end))
                 )
-                for state in closing.order { emit(state, bounds: bounds, partial: partial, into: &output, &pass) }
-                open -= closing.order.count
+                for state in closing.states {
+                    emit(state, bounds: bounds, partial: partial, into: &output, &pass)
+                    release(state)
+                }
+                open -= closing.states.count
             }
         case .session:
-            while let (state, key) = sessionHeap.popOpen(endingBy: limit) {
-                sessions[key]?.removeAll { $0 === state }
-                if sessions[key]?.isEmpty == true { sessions[key] = nil }
+            while let state = sessionHeap.popOpen(endingBy: limit, states) {
+                let slot = Int(state)
+                groups.sessions[Int(states.group[slot])].removeAll { $0 == state }
                 let bounds = (
-                    JSONValue.string(RFC3339.format(epochMillis: state.start)),
-                    JSONValue.string(RFC3339.format(epochMillis: state.end))
+                    JSONValue.string(RFC3339.format(epochMillis: states.start[slot])),
+                    JSONValue.string(RFC3339.format(epochMillis: states.end[slot]))
                 )
                 emit(state, bounds: bounds, partial: partial, into: &output, &pass)
+                release(state)
                 open -= 1
             }
         }
@@ -431,8 +498,8 @@ struct AggregateTransform: Transform {
 
     private var latestEnd: Int64? {
         switch window {
-        case .tumbling, .hopping: return ends.last
-        case .session: return sessions.values.lazy.flatMap { $0 }.map(\.end).max()
+        case .tumbling, .hopping: return windows.last?.end
+        case .session: return states.latestEnd
         }
     }
 
@@ -447,45 +514,64 @@ struct AggregateTransform: Transform {
 
     /// Appends the event for `state`, whose window's bounds are `bounds` as text.
     private func emit(
-        _ state: WindowState, bounds: (start: JSONValue, end: JSONValue), partial: Bool, into output: inout [Event],
+        _ state: Int32, bounds: (start: JSONValue, end: JSONValue), partial: Bool, into output: inout [Event],
         _ pass: inout TransformPass
     ) {
-        var object = JSONObject()
-        for (group, value) in zip(groupBy, state.group) { object[group.field] = value }
-        object["window_start"] = bounds.start
-        object["window_end"] = bounds.end
-        for (aggregation, value) in zip(aggregations, state.results(aggregations, layout.slots)) {
-            object[aggregation.field] = value
+        // The output fields are distinct (the config checks): no search per field.
+        var fields: [JSONObject.Field] = []
+        fields.reserveCapacity(groupFields.count + aggregations.count + 3)
+        for (field, value) in zip(groupFields, groups.values(of: states.group[Int(state)])) {
+            fields.append(JSONObject.Field(key: field, value: value))
         }
-        if partial { object["partial"] = true }
-        output.append(Event(.object(object), ingestNanos: min(state.firstIngestNanos, MonotonicClock.nanos())))
+        fields.append(JSONObject.Field(key: "window_start", value: bounds.start))
+        fields.append(JSONObject.Field(key: "window_end", value: bounds.end))
+        for (aggregation, value) in zip(aggregations, states.results(state, aggregations)) {
+            fields.append(JSONObject.Field(key: aggregation.field, value: value))
+        }
+        if partial { fields.append(JSONObject.Field(key: "partial", value: true)) }
+        let ingestNanos = min(states.firstIngestNanos[Int(state)], MonotonicClock.nanos())
+        output.append(Event(.object(JSONObject(uniqueFields: fields)), ingestNanos: ingestNanos))
         pass.created += 1
     }
 }
 
 /// A min-heap of open sessions by end, then by their group's first-seen number: one entry per session, pushed when
 /// it opens. A session that grew since is pushed again with its new end when its entry comes up; one that was
-/// merged into another is dropped then. So the heap holds about one entry per open session.
+/// merged into another or emitted is dropped then (its state's generation tells it from a later session that took
+/// over the same state number). So the heap holds about one entry per open session.
 struct SessionHeap: Sendable {
-    private var entries: [(end: Int64, order: Int, state: WindowState, key: EventKey)] = []
+    private struct Entry: Sendable {
+        let end: Int64
+        let order: Int
+        let state: Int32
+        let generation: UInt32
+    }
 
-    /// Fixes the top entry (re-pushing a session that grew, dropping one merged away), so that ``earliestOpenEnd``
-    /// is the end of the session that closes first.
-    mutating func settle() {
+    private var entries: [Entry] = []
+
+    /// Fixes the top entry (re-pushing a session that grew, dropping one closed), so that ``earliestOpenEnd`` is
+    /// the end of the session that closes first.
+    mutating func settle(_ states: WindowStates) {
         while let top = entries.first {
-            if top.state.closed {
+            let slot = Int(top.state)
+            if states.closed[slot] || states.generation[slot] != top.generation {
                 pop()
-            } else if top.state.end != top.end {
+            } else if states.end[slot] != top.end {
                 pop()
-                push(end: top.state.end, order: top.order, state: top.state, key: top.key)
+                push(Entry(end: states.end[slot], order: top.order, state: top.state, generation: top.generation))
             } else {
                 return
             }
         }
     }
 
-    mutating func push(end: Int64, order: Int, state: WindowState, key: EventKey) {
-        entries.append((end, order, state, key))
+    /// Adds the session `state` of `states`, ending at `end`, whose group was seen `order`th.
+    mutating func push(end: Int64, order: Int, state: Int32, _ states: WindowStates) {
+        push(Entry(end: end, order: order, state: state, generation: states.generation[Int(state)]))
+    }
+
+    private mutating func push(_ entry: Entry) {
+        entries.append(entry)
         var child = entries.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
@@ -495,16 +581,15 @@ struct SessionHeap: Sendable {
         }
     }
 
-    /// The end of the session that closes first, once ``settle()`` has run.
+    /// The end of the session that closes first, once ``settle(_:)`` has run.
     var earliestOpenEnd: Int64? { entries.first?.end }
 
     /// Removes and returns the first open session whose end is at most `limit`.
-    mutating func popOpen(endingBy limit: Int64) -> (WindowState, EventKey)? {
-        settle()
+    mutating func popOpen(endingBy limit: Int64, _ states: WindowStates) -> Int32? {
+        settle(states)
         guard let top = entries.first, top.end <= limit else { return nil }
         pop()
-        top.state.closed = true
-        return (top.state, top.key)
+        return top.state
     }
 
     private mutating func pop() {
@@ -523,10 +608,7 @@ struct SessionHeap: Sendable {
         }
     }
 
-    private static func less(
-        _ a: (end: Int64, order: Int, state: WindowState, key: EventKey),
-        _ b: (end: Int64, order: Int, state: WindowState, key: EventKey)
-    ) -> Bool {
+    private static func less(_ a: Entry, _ b: Entry) -> Bool {
         a.end != b.end ? a.end < b.end : a.order < b.order
     }
 }
@@ -535,15 +617,4 @@ struct SessionHeap: Sendable {
 func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
     let quotient = value / divisor
     return (value % divisor != 0 && (value < 0) != (divisor < 0)) ? quotient - 1 : quotient
-}
-
-extension JSONValue {
-    /// An integer or double as a double (the caller has checked it is one).
-    fileprivate var number: Double {
-        switch self {
-        case .int(let value): Double(value)
-        case .double(let value): value
-        default: 0
-        }
-    }
 }

@@ -24,7 +24,7 @@ struct Aggregation: Sendable {
     let parameter: Double
 }
 
-/// Where one aggregation keeps its state in a ``WindowState``: which array, and which slot of it.
+/// Where one aggregation keeps its state in ``WindowStates``: which column, and which of its state's slots there.
 enum AccumulatorSlot: Sendable {
     case count(Int)
     case sum(Int)
@@ -36,6 +36,43 @@ enum AccumulatorSlot: Sendable {
     case collected(Int)
 }
 
+/// One argument's value in one event as the numeric functions and `count` read it: copying one copies bytes (a
+/// `JSONValue` may hold a reference), so folding an event counts no references. `other` is any value that is not a
+/// number (numeric functions then reject the event; `count` counts it).
+enum Reading: Sendable {
+    case null
+    case int(Int64)
+    case double(Double)
+    case other
+
+    init(_ value: JSONValue) {
+        switch value {
+        case .null: self = .null
+        case .int(let number): self = .int(number)
+        case .double(let number): self = .double(number)
+        default: self = .other
+        }
+    }
+
+    /// An integer or double as a double (0 for anything else, which the caller has ruled out).
+    var number: Double {
+        switch self {
+        case .int(let value): Double(value)
+        case .double(let value): value
+        case .null, .other: 0
+        }
+    }
+
+    /// The number as written (an integer stays an integer).
+    var value: JSONValue {
+        switch self {
+        case .int(let value): .int(value)
+        case .double(let value): .double(value)
+        case .null, .other: .null
+        }
+    }
+}
+
 /// A sum that stays exact in double precision however the values are ordered (Neumaier's compensated summation),
 /// and exact in integers while every value is one and nothing overflows.
 struct CompensatedSum: Sendable {
@@ -45,7 +82,7 @@ struct CompensatedSum: Sendable {
     private var allIntegers = true
     private(set) var count = 0
 
-    mutating func add(_ value: JSONValue, _ number: Double) {
+    mutating func add(_ value: Reading) {
         count += 1
         if allIntegers, case .int(let whole) = value {
             let (result, overflow) = integer.addingReportingOverflow(whole)
@@ -53,7 +90,7 @@ struct CompensatedSum: Sendable {
         } else {
             allIntegers = false
         }
-        addDouble(number)
+        addDouble(value.number)
     }
 
     private mutating func addDouble(_ number: Double) {
@@ -119,18 +156,26 @@ struct Moments: Sendable {
 
 /// The smallest or largest number seen, kept as written (an integer stays an integer).
 struct Extreme: Sendable {
-    private(set) var value: JSONValue = .null
+    private var extreme = Reading.null
     private var number = 0.0
 
-    mutating func add(_ candidate: JSONValue, _ candidateNumber: Double, isMax: Bool) {
-        if value == .null || (isMax ? candidateNumber > number : candidateNumber < number) {
-            value = candidate
+    /// The value, as written; null before any.
+    var value: JSONValue { extreme.value }
+
+    mutating func add(_ candidate: Reading, isMax: Bool) {
+        let candidateNumber = candidate.number
+        if case .null = extreme {
+            extreme = candidate
+            number = candidateNumber
+        } else if isMax ? candidateNumber > number : candidateNumber < number {
+            extreme = candidate
             number = candidateNumber
         }
     }
 
     mutating func merge(_ other: Extreme, isMax: Bool) {
-        if other.value != .null { add(other.value, other.number, isMax: isMax) }
+        if case .null = other.extreme { return }
+        add(other.extreme, isMax: isMax)
     }
 }
 
@@ -166,77 +211,17 @@ struct Collected: Sendable {
         if items.count > limit { items.removeLast() }
     }
 
+    /// Empties it, keeping its storage.
+    mutating func reset() {
+        items.removeAll(keepingCapacity: true)
+    }
+
     mutating func merge(_ other: Collected, limit: Int) {
         for item in other.items { add(item.value, time: item.time, limit: limit) }
     }
 }
 
-/// The state of every aggregation for one group in one window. A class, made once per group and window, so that
-/// folding an event changes its arrays in place.
-final class WindowState: @unchecked Sendable {
-    // @unchecked: created, changed and read only by the one AggregateTransform that holds it, which runs in one task
-    // at a time (the runner moves a transform into its task and never copies it).
-    /// The group's values, in `group_by` order.
-    let group: [JSONValue]
-    /// The window's bounds in epoch milliseconds; a session's grow as it does.
-    var start: Int64
-    var end: Int64
-    /// The latest event time folded into a session (its end is this plus the gap).
-    var lastTime: Int64
-    /// A session that was emitted, or merged into another: its entries in the session heap are stale.
-    var closed = false
-    /// Events folded.
-    var events = 0
-    /// The earliest ingest time among them: the emitted event carries it, so they stay held until it is written.
-    var firstIngestNanos = UInt64.max
-    var counts: [Int]
-    var sums: [CompensatedSum]
-    var moments: [Moments]
-    var extremes: [Extreme]
-    var ordered: [Ordered]
-    var sketches: [DDSketch]
-    var distincts: [DistinctCounter]
-    var collected: [Collected]
-
-    init(group: [JSONValue], start: Int64, end: Int64, layout: AccumulatorLayout) {
-        self.group = group
-        self.start = start
-        self.end = end
-        lastTime = start
-        counts = Array(repeating: 0, count: layout.counts)
-        sums = Array(repeating: CompensatedSum(), count: layout.sums)
-        moments = Array(repeating: Moments(), count: layout.moments)
-        extremes = Array(repeating: Extreme(), count: layout.extremes)
-        ordered = Array(repeating: Ordered(), count: layout.ordered)
-        sketches = Array(repeating: DDSketch(), count: layout.sketches)
-        distincts = Array(repeating: DistinctCounter(), count: layout.distincts)
-        collected = Array(repeating: Collected(), count: layout.collected)
-    }
-
-    /// Adds everything `other` holds (two sessions joined by an event between them).
-    func merge(_ other: WindowState, _ aggregations: [Aggregation], _ slots: [AccumulatorSlot]) {
-        start = Swift.min(start, other.start)
-        end = Swift.max(end, other.end)
-        lastTime = Swift.max(lastTime, other.lastTime)
-        events += other.events
-        firstIngestNanos = min(firstIngestNanos, other.firstIngestNanos)
-        for (aggregation, slot) in zip(aggregations, slots) {
-            switch slot {
-            case .count(let index): counts[index] += other.counts[index]
-            case .sum(let index): sums[index].merge(other.sums[index])
-            case .moments(let index): moments[index].merge(other.moments[index])
-            case .extreme(let index, let isMax): extremes[index].merge(other.extremes[index], isMax: isMax)
-            case .ordered(let index, let isLast): ordered[index].merge(other.ordered[index], isLast: isLast)
-            case .sketch(let index): sketches[index].merge(other.sketches[index])
-            case .distinct(let index): distincts[index].merge(other.distincts[index])
-            case .collected(let index):
-                collected[index].merge(other.collected[index], limit: Int(aggregation.parameter))
-            }
-        }
-    }
-}
-
-/// How many accumulators of each kind a ``WindowState`` holds, and which one each aggregation uses.
+/// How many accumulators of each kind a state of ``WindowStates`` has, and which one each aggregation uses.
 struct AccumulatorLayout: Sendable {
     var counts = 0
     var sums = 0
@@ -265,27 +250,6 @@ struct AccumulatorLayout: Sendable {
             case .percentile: slots.append(.sketch(next(&sketches)))
             case .distinct_count: slots.append(.distinct(next(&distincts)))
             case .collect: slots.append(.collected(next(&collected)))
-            }
-        }
-    }
-}
-
-extension WindowState {
-    /// The aggregations' results, in the order they were written.
-    func results(_ aggregations: [Aggregation], _ slots: [AccumulatorSlot]) -> [JSONValue] {
-        zip(aggregations, slots).map { aggregation, slot in
-            switch slot {
-            case .count(let index): .int(Int64(counts[index]))
-            case .sum(let index): sums[index].value
-            case .moments(let index):
-                aggregation.function == .avg
-                    ? (moments[index].count > 0 ? .double(moments[index].mean) : .null)
-                    : moments[index].standardDeviation.map { .double($0) } ?? .null
-            case .extreme(let index, _): extremes[index].value
-            case .ordered(let index, _): ordered[index].value
-            case .sketch(let index): sketches[index].quantile(aggregation.parameter).map { .double($0) } ?? .null
-            case .distinct(let index): .int(Int64(distincts[index].estimate))
-            case .collected(let index): .array(collected[index].items.map(\.value))
             }
         }
     }

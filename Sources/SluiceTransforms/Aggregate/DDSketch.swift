@@ -37,6 +37,16 @@ struct DDSketch: Sendable {
         }
     }
 
+    /// Empties it, keeping its buckets' storage for the next window.
+    mutating func reset() {
+        positive.reset()
+        negative.reset()
+        zeros = 0
+        count = 0
+        minimum = .infinity
+        maximum = -.infinity
+    }
+
     /// Adds every value of `other`.
     mutating func merge(_ other: DDSketch) {
         count += other.count
@@ -82,11 +92,16 @@ struct DDSketch: Sendable {
         var counts: [Int] = []
         var total = 0
 
+        mutating func reset() {
+            counts.removeAll(keepingCapacity: true)
+            total = 0
+        }
+
         mutating func add(_ index: Int, count: Int = 1) {
             total += count
             if counts.isEmpty {
                 offset = index
-                counts = [count]
+                counts.append(count)
                 return
             }
             if index < offset {

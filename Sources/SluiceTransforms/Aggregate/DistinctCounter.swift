@@ -19,13 +19,19 @@ struct DistinctCounter: Sendable {
         if registers.isEmpty {
             exact.insert(hash)
             if exact.count > Self.exactLimit {
-                registers = [UInt8](repeating: 0, count: Self.registerCount)
+                registers.append(contentsOf: repeatElement(0, count: Self.registerCount))
                 for hash in exact { addToRegisters(hash) }
                 exact = []
             }
         } else {
             addToRegisters(hash)
         }
+    }
+
+    /// Empties it, keeping the storage of the exact set and the registers.
+    mutating func reset() {
+        exact.removeAll(keepingCapacity: true)
+        registers.removeAll(keepingCapacity: true)
     }
 
     mutating func merge(_ other: DistinctCounter) {

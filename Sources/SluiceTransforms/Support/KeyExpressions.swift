@@ -1,33 +1,5 @@
 internal import SluiceCore
 
-/// The key of an event under a list of expressions: one value (no array per event), or several. The aggregate's
-/// groups use it, where the values go into the output.
-enum EventKey: Hashable, Sendable {
-    case one(JSONValue)
-    case many([JSONValue])
-
-    /// The values, in expression order.
-    var values: [JSONValue] {
-        switch self {
-        case .one(let value): [value]
-        case .many(let values): values
-        }
-    }
-
-    /// The key of `event` under `expressions`, evaluated with their `states`.
-    init(_ event: Event, _ expressions: [Expression], _ states: inout [ExpressionState]) throws(EvaluationError) {
-        switch expressions.count {
-        case 0: self = .many([])
-        case 1: self = .one(try expressions[0].evaluate(event, &states[0]))
-        default:
-            var values: [JSONValue] = []
-            values.reserveCapacity(expressions.count)
-            for index in expressions.indices { values.append(try expressions[index].evaluate(event, &states[index])) }
-            self = .many(values)
-        }
-    }
-}
-
 /// A key remembered by its fingerprint: two independent 64-bit stable hashes of its bytes. State keyed this way
 /// costs the same few bytes per key whatever the key's length and makes no allocation per key; two distinct keys
 /// share a fingerprint with a probability near 2^-128 per pair, far below that of a hardware memory error.

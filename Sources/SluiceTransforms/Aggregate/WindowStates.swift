@@ -1,0 +1,214 @@
+internal import SluiceCore
+
+/// The state of every open group window of an `aggregate` (one per group and window), column by column: state `s`
+/// keeps its group, bounds and counts at index `s` of the per-state columns, and its accumulators at
+/// `s * width + k` of the column of their kind (`width` being how many of that kind each state has).
+///
+/// A closed state's index is reused by the next state opened, its accumulators reset in place (a sketch keeps its
+/// buckets' storage), so once the open windows reach their usual number nothing is allocated per window; and
+/// folding an event writes plain values into arrays the transform owns, with no object, no hash table and no
+/// reference count per state.
+struct WindowStates: Sendable {
+    let layout: AccumulatorLayout
+
+    // MARK: Per state
+
+    /// The group, as numbered by ``Groups``.
+    private(set) var group: [Int32] = []
+    /// The bounds in epoch milliseconds; a session's grow as it does.
+    var start: [Int64] = []
+    var end: [Int64] = []
+    /// The latest event time folded into a session (its end is this plus the gap).
+    var lastTime: [Int64] = []
+    /// True for a free index, and for a session emitted or merged into another (its session-heap entries are
+    /// stale).
+    private(set) var closed: [Bool] = []
+    /// How many times the index was opened, so that a session-heap entry for an earlier state of the same number
+    /// is known to be stale.
+    private(set) var generation: [UInt32] = []
+    /// Events folded.
+    private(set) var events: [Int] = []
+    /// The earliest ingest time among them (`UInt64.max` for a free index): the emitted event carries it, so that
+    /// they stay held until it is written.
+    private(set) var firstIngestNanos: [UInt64] = []
+    private var free: [Int32] = []
+
+    // MARK: Accumulators, by kind
+
+    private var counts: [Int] = []
+    private var sums: [CompensatedSum] = []
+    private var moments: [Moments] = []
+    private var extremes: [Extreme] = []
+    private var ordered: [Ordered] = []
+    private var sketches: [DDSketch] = []
+    private var distincts: [DistinctCounter] = []
+    private var collected: [Collected] = []
+
+    init(layout: AccumulatorLayout) {
+        self.layout = layout
+        // An empty array shares one static buffer, which is never unique: a column of a kind this aggregate does not
+        // use would be copied into a buffer of its own whenever a fold that may write it runs. Each gets one now.
+        counts.reserveCapacity(1)
+        sums.reserveCapacity(1)
+        moments.reserveCapacity(1)
+        extremes.reserveCapacity(1)
+        ordered.reserveCapacity(1)
+        sketches.reserveCapacity(1)
+        distincts.reserveCapacity(1)
+        collected.reserveCapacity(1)
+    }
+
+    /// Opens a state for `group` over `start..<end`, with every accumulator empty.
+    mutating func open(group: Int32, start: Int64, end: Int64) -> Int32 {
+        guard let state = free.popLast() else {
+            self.group.append(group)
+            self.start.append(start)
+            self.end.append(end)
+            lastTime.append(start)
+            closed.append(false)
+            generation.append(0)
+            events.append(0)
+            firstIngestNanos.append(.max)
+            counts.append(contentsOf: repeatElement(0, count: layout.counts))
+            sums.append(contentsOf: repeatElement(CompensatedSum(), count: layout.sums))
+            moments.append(contentsOf: repeatElement(Moments(), count: layout.moments))
+            extremes.append(contentsOf: repeatElement(Extreme(), count: layout.extremes))
+            ordered.append(contentsOf: repeatElement(Ordered(), count: layout.ordered))
+            sketches.append(contentsOf: repeatElement(DDSketch(), count: layout.sketches))
+            distincts.append(contentsOf: repeatElement(DistinctCounter(), count: layout.distincts))
+            collected.append(contentsOf: repeatElement(Collected(), count: layout.collected))
+            return Int32(self.group.count - 1)
+        }
+        let index = Int(state)
+        self.group[index] = group
+        self.start[index] = start
+        self.end[index] = end
+        lastTime[index] = start
+        closed[index] = false
+        generation[index] &+= 1
+        events[index] = 0
+        firstIngestNanos[index] = .max
+        for slot in Self.range(index, layout.counts) { counts[slot] = 0 }
+        for slot in Self.range(index, layout.sums) { sums[slot] = CompensatedSum() }
+        for slot in Self.range(index, layout.moments) { moments[slot] = Moments() }
+        for slot in Self.range(index, layout.extremes) { extremes[slot] = Extreme() }
+        for slot in Self.range(index, layout.ordered) { ordered[slot] = Ordered() }
+        for slot in Self.range(index, layout.sketches) { sketches[slot].reset() }
+        for slot in Self.range(index, layout.distincts) { distincts[slot].reset() }
+        for slot in Self.range(index, layout.collected) { collected[slot].reset() }
+        return state
+    }
+
+    /// Frees `state` for reuse; its accumulators are reset when it is opened again.
+    mutating func close(_ state: Int32) {
+        let index = Int(state)
+        precondition(!closed[index], "A window state was closed twice.")
+        closed[index] = true
+        firstIngestNanos[index] = .max
+        free.append(state)
+    }
+
+    /// The earliest ingest time among the events of every open state, or `UInt64.max`.
+    var earliestIngestNanos: UInt64 { firstIngestNanos.min() ?? .max }
+
+    /// The latest end among open states.
+    var latestEnd: Int64? {
+        var latest: Int64?
+        for index in end.indices where !closed[index] { latest = max(latest ?? .min, end[index]) }
+        return latest
+    }
+
+    private static func range(_ state: Int, _ width: Int) -> Range<Int> {
+        (state * width)..<(state * width + width)
+    }
+
+    // MARK: - Folding
+
+    /// Folds one event into `state`: for aggregation `k`, its argument's reading `readings[argumentIndex[k]]`
+    /// (which the caller has checked is a number or null where the function needs one) and, for the functions that
+    /// keep values, its value in `values`; its time and its ingest time.
+    mutating func fold(
+        _ state: Int32, _ readings: [Reading], _ values: [JSONValue], argumentIndex: [Int?], collectLimits: [Int],
+        time: Int64, ingestNanos: UInt64
+    ) {
+        let index = Int(state)
+        events[index] += 1
+        firstIngestNanos[index] = min(firstIngestNanos[index], ingestNanos)
+        for (position, slot) in layout.slots.enumerated() {
+            var reading = Reading.null
+            var argument = 0
+            if let found = argumentIndex[position] {
+                argument = found
+                reading = readings[argument]
+                if case .null = reading { continue }
+            }
+            switch slot {
+            case .count(let k): counts[index * layout.counts + k] += 1
+            case .sum(let k): sums[index * layout.sums + k].add(reading)
+            case .moments(let k): moments[index * layout.moments + k].add(reading.number)
+            case .extreme(let k, let isMax): extremes[index * layout.extremes + k].add(reading, isMax: isMax)
+            case .ordered(let k, let isLast):
+                ordered[index * layout.ordered + k].add(values[argument], time: time, isLast: isLast)
+            case .sketch(let k): sketches[index * layout.sketches + k].add(reading.number)
+            case .distinct(let k): distincts[index * layout.distincts + k].add(hash: StableHash.hash(values[argument]))
+            case .collected(let k):
+                collected[index * layout.collected + k].add(
+                    values[argument], time: time, limit: collectLimits[position])
+            }
+        }
+    }
+
+    /// Adds everything `other` holds to `state` (two sessions joined by an event between them); `other` is then
+    /// closed by the caller.
+    mutating func merge(_ other: Int32, into state: Int32, collectLimits: [Int]) {
+        let (into, from) = (Int(state), Int(other))
+        start[into] = Swift.min(start[into], start[from])
+        end[into] = Swift.max(end[into], end[from])
+        lastTime[into] = Swift.max(lastTime[into], lastTime[from])
+        events[into] += events[from]
+        firstIngestNanos[into] = min(firstIngestNanos[into], firstIngestNanos[from])
+        for (position, slot) in layout.slots.enumerated() {
+            switch slot {
+            case .count(let k):
+                counts[into * layout.counts + k] += counts[from * layout.counts + k]
+            case .sum(let k):
+                sums[into * layout.sums + k].merge(sums[from * layout.sums + k])
+            case .moments(let k):
+                moments[into * layout.moments + k].merge(moments[from * layout.moments + k])
+            case .extreme(let k, let isMax):
+                extremes[into * layout.extremes + k].merge(extremes[from * layout.extremes + k], isMax: isMax)
+            case .ordered(let k, let isLast):
+                ordered[into * layout.ordered + k].merge(ordered[from * layout.ordered + k], isLast: isLast)
+            case .sketch(let k):
+                sketches[into * layout.sketches + k].merge(sketches[from * layout.sketches + k])
+            case .distinct(let k):
+                distincts[into * layout.distincts + k].merge(distincts[from * layout.distincts + k])
+            case .collected(let k):
+                collected[into * layout.collected + k].merge(
+                    collected[from * layout.collected + k], limit: collectLimits[position])
+            }
+        }
+    }
+
+    /// The aggregations' results for `state`, in the order they were written.
+    func results(_ state: Int32, _ aggregations: [Aggregation]) -> [JSONValue] {
+        let index = Int(state)
+        return zip(aggregations, layout.slots).map { aggregation, slot in
+            switch slot {
+            case .count(let k): .int(Int64(counts[index * layout.counts + k]))
+            case .sum(let k): sums[index * layout.sums + k].value
+            case .moments(let k):
+                aggregation.function == .avg
+                    ? (moments[index * layout.moments + k].count > 0
+                        ? .double(moments[index * layout.moments + k].mean) : .null)
+                    : moments[index * layout.moments + k].standardDeviation.map { .double($0) } ?? .null
+            case .extreme(let k, _): extremes[index * layout.extremes + k].value
+            case .ordered(let k, _): ordered[index * layout.ordered + k].value
+            case .sketch(let k):
+                sketches[index * layout.sketches + k].quantile(aggregation.parameter).map { .double($0) } ?? .null
+            case .distinct(let k): .int(Int64(distincts[index * layout.distincts + k].estimate))
+            case .collected(let k): .array(collected[index * layout.collected + k].items.map(\.value))
+            }
+        }
+    }
+}
