@@ -1,5 +1,10 @@
 /// Converts between RFC 3339 timestamps and epoch milliseconds without Foundation, for the event path.
 public enum RFC3339 {
+    /// The epoch milliseconds that RFC 3339 writes with its four-digit years: 0000-01-01T00:00:00.000Z to
+    /// 9999-12-31T23:59:59.999Z. Stages that compute with event times keep to these, so that no window bound
+    /// overflows and every one can be written.
+    public static let writableMillis: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+
     /// `2026-11-30T12:00:00.123Z` for `millis` since the Unix epoch, always in UTC with milliseconds.
     public static func format(epochMillis millis: Int64) -> String {
         var formatter = Formatter()

@@ -292,6 +292,11 @@ struct AggregateTransform: Transform {
         } else {
             millis = try eventTime(evaluating: field, of: event)
         }
+        guard RFC3339.writableMillis.contains(millis) else {
+            throw EvaluationError(
+                "the time field \(field.source) is \(millis) ms from the epoch, outside the years 0000 to 9999 that "
+                    + "window bounds are written in")
+        }
         return millis
     }
 

@@ -280,6 +280,20 @@ struct AggregateTransformTests {
         #expect(run.transform.state?.size == 0)
     }
 
+    /// Epoch milliseconds beyond what RFC 3339 writes (years 0000 to 9999) would overflow a window's bounds: such
+    /// an event is an error, and the others fold on.
+    @Test func timesBeyondTheYearsWindowsAreWrittenInAreErrors() throws {
+        var run = try Self.run(
+            "{window: {type: tumbling, size_secs: 10}, time: {field: .ts}, aggregations: {n: count()}}")
+        run.feed([
+            ["ts": .int(.max)], ["ts": .int(.min)], ["ts": .int(253_402_300_800_000)], ["ts": 9e15],
+            ["ts": .int(Self.base)],
+        ])
+        run.finish(stopping: false)
+        #expect(run.discards[.error] == 4)
+        #expect(run.output == [["window_start": Self.time(0), "window_end": Self.time(10), "n": 1]])
+    }
+
     /// Percentiles within 1 % of the exact value at rank ⌊q (n − 1)⌋; distinct counts exact below 1,000 and within
     /// 2 % above 10,000; sum, mean and deviation exact in double precision.
     @Test func sketchesAndMomentsKeepTheirStatedAccuracy() throws {
