@@ -431,29 +431,47 @@ enum CanonicalJSON {
         return .found(range)
     }
 
-    /// The value of the top-level `key` in flat text (see ``CanonicalJSONScanner/isFlat``): with no nested values
-    /// and no escapes, `"key":` can only be a top-level key, so a search for the key's bytes finds it.
-    private static func flatField(_ key: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>) -> Lookup {
-        guard let needle = key.baseAddress, !key.isEmpty, let base = text.baseAddress else { return .unsupported }
+    /// Where the value of the top-level `key` starts in flat text (see ``CanonicalJSONScanner/isFlat``), or `nil`
+    /// when there is no such key: with no nested values and no escapes, a string holds no quote, so `"key":` after
+    /// `{` or `,` can only be the key itself, and a search for the key's bytes from any offset finds it. The search
+    /// starts at `from` (at least 2), and looks before it only when the key is not after it.
+    private static func flatValueStart(
+        _ key: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>, from start: Int = 2
+    ) -> Int? {
+        guard let needle = key.baseAddress, !key.isEmpty, let base = text.baseAddress else { return nil }
         let first = Int32(needle.pointee)
-        var from = 2
+        var from = max(2, start)
         // `"key":` needs the key, a quote before it and `":` after it.
         while text.count - from >= key.count + 2 {
-            guard let hit = memchr(base + from, first, text.count - from - key.count - 1) else { return .missing }
+            guard let hit = memchr(base + from, first, text.count - from - key.count - 1) else { break }
             let at = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
             // `from >= 2` and memchr's length keep `at - 2` and `at + key.count + 1` inside the text.
-            if base[at - 1] == UInt8(ascii: "\""), base[at + key.count] == UInt8(ascii: "\""),
-                base[at + key.count + 1] == UInt8(ascii: ":"), memcmp(base + at, needle, key.count) == 0,
-                base[at - 2] == UInt8(ascii: "{") || base[at - 2] == UInt8(ascii: ",")
-            {
-                let valueStart = at + key.count + 2
-                guard let valueEnd = skipFlatValue(at: valueStart, in: text) else { return .missing }
-                return .found(valueStart..<valueEnd)
-            }
+            if isFlatKey(key, at: at, in: base) { return at + key.count + 2 }
             from = at + 1
         }
-        return .missing
+        return start > 2 ? flatValueStart(key, in: text) : nil
     }
+
+    /// True when `"key":` is at `at - 1` in flat text after `{` or `,`; the caller has checked that those bytes
+    /// are inside the text.
+    @inline(__always)
+    private static func isFlatKey(_ key: UnsafeBufferPointer<UInt8>, at: Int, in base: UnsafePointer<UInt8>) -> Bool {
+        base[at - 1] == UInt8(ascii: "\"") && base[at + key.count] == UInt8(ascii: "\"")
+            && base[at + key.count + 1] == UInt8(ascii: ":")
+            && (base[at - 2] == UInt8(ascii: "{") || base[at - 2] == UInt8(ascii: ","))
+            && memcmp(base + at, key.baseAddress!, key.count) == 0
+    }
+
+    /// The value of `key` in flat text, the one its value starts.
+    private static func flatField(_ key: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>) -> Lookup {
+        guard let start = flatValueStart(key, in: text), let end = skipFlatValue(at: start, in: text) else {
+            return .missing
+        }
+        return .found(start..<end)
+    }
+
+    /// How far before the remembered offset a field is looked for first.
+    static let hintSlack = 24
 
     /// The value of the top-level field `locator` names, looked for first where it was found in the last event (in
     /// machine-written events a field sits at the same offset line after line), and remembering where it is now.
@@ -464,24 +482,40 @@ enum CanonicalJSON {
     {
         guard locator.isPlain else { return .unsupported }
         guard keys.mayContain(hash: locator.hash) else { return .missing }
-        return locator.key.withUnsafeBufferPointer { key in
-            guard flat else { return field(bytes: key, inObjectAt: 0, of: text) }
-            if let base = text.baseAddress, let needle = key.baseAddress {
-                let at = locator.hint
-                // The same checks as the search's, at the remembered offset.
-                if at >= 2, at + key.count + 2 <= text.count, base[at - 1] == UInt8(ascii: "\""),
-                    base[at + key.count] == UInt8(ascii: "\""), base[at + key.count + 1] == UInt8(ascii: ":"),
-                    base[at - 2] == UInt8(ascii: "{") || base[at - 2] == UInt8(ascii: ","),
-                    memcmp(base + at, needle, key.count) == 0
-                {
-                    let valueStart = at + key.count + 2
-                    guard let valueEnd = skipFlatValue(at: valueStart, in: text) else { return .missing }
-                    return .found(valueStart..<valueEnd)
-                }
-            }
-            let found = flatField(key, in: text)
-            if case .found(let range) = found { locator.hint = range.lowerBound - key.count - 2 }
-            return found
+        guard flat else { return locator.key.withUnsafeBufferPointer { field(bytes: $0, inObjectAt: 0, of: text) } }
+        guard let start = flatValueStart(&locator, in: text), let end = skipFlatValue(at: start, in: text) else {
+            return .missing
+        }
+        return .found(start..<end)
+    }
+
+    /// The number or boolean in the top-level field `locator` names in flat text, read in one pass from where its
+    /// value starts to the delimiter after it; `nil` when the field is missing or holds anything else (where
+    /// ``scalar(_:)`` of the field's value gives `nil` too).
+    static func flatScalar(_ locator: inout FieldLocator, in text: UnsafeBufferPointer<UInt8>, keys: KeySignature)
+        -> Scalar?
+    {
+        guard locator.isPlain, keys.mayContain(hash: locator.hash), let start = flatValueStart(&locator, in: text),
+            let base = text.baseAddress, start < text.count
+        else { return nil }
+        let end = base + text.count
+        guard let (value, stop) = leadingScalar(base + start, end), stop < end,
+            stop.pointee == UInt8(ascii: ",") || stop.pointee == UInt8(ascii: "}")
+        else { return nil }
+        return value
+    }
+
+    /// Where the value of the top-level field `locator` names starts in flat text, tried first at the offset where
+    /// the field was in the last event; remembers where it is now.
+    private static func flatValueStart(_ locator: inout FieldLocator, in text: UnsafeBufferPointer<UInt8>) -> Int? {
+        locator.key.withUnsafeBufferPointer { key -> Int? in
+            guard let base = text.baseAddress else { return nil }
+            let at = locator.hint
+            if at >= 2, at + key.count + 2 <= text.count, isFlatKey(key, at: at, in: base) { return at + key.count + 2 }
+            // Where the field moved, it moved by the lengths of the values before it: a few bytes, mostly.
+            guard let start = flatValueStart(key, in: text, from: at - Self.hintSlack) else { return nil }
+            locator.hint = start - key.count - 2
+            return start
         }
     }
 
@@ -615,15 +649,29 @@ enum CanonicalJSON {
     /// at most 15 digits, whose digits, as an integer below 10^15 (exact in a double), are divided once by an exact
     /// power of ten, so the result is the correctly rounded double (Clinger's fast path), the same as the reader's.
     static func scalar(_ text: UnsafeBufferPointer<UInt8>) -> Scalar? {
-        guard let first = text.first else { return nil }
+        guard let start = text.baseAddress, let (value, stop) = leadingScalar(start, start + text.count),
+            stop == start + text.count
+        else { return nil }
+        return value
+    }
+
+    /// The number or boolean whose text starts at `start`, and where it stops (at the first byte that cannot go on
+    /// with it, or `end`); `nil` for anything else, and for a number the JSON reader must read (an exponent, 19 or
+    /// more digits, 16 or more with a fraction).
+    @inline(__always)
+    private static func leadingScalar(_ start: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>)
+        -> (Scalar, UnsafePointer<UInt8>)?
+    {
+        guard start < end else { return nil }
+        let first = start.pointee
         if first == UInt8(ascii: "t") || first == UInt8(ascii: "f") {
-            if text.elementsEqual("true".utf8) { return .bool(true) }
-            if text.elementsEqual("false".utf8) { return .bool(false) }
-            return nil
+            let word = first == UInt8(ascii: "t") ? "true" : "false"
+            let length = word.utf8.count
+            guard end - start >= length, zip(word.utf8, UnsafeBufferPointer(start: start, count: length)).allSatisfy(==)
+            else { return nil }
+            return (.bool(first == UInt8(ascii: "t")), start + length)
         }
-        // Anything else (an exponent, more digits) is for the JSON reader.
-        guard var position = text.baseAddress else { return nil }
-        let end = position + text.count
+        var position = start
         let negative = first == UInt8(ascii: "-")
         if negative { position += 1 }
         var mantissa: Int64 = 0
@@ -631,24 +679,27 @@ enum CanonicalJSON {
         var fractionDigits = -1
         while position < end {
             let byte = position.pointee
-            position += 1
             if byte == UInt8(ascii: "."), fractionDigits < 0 {
                 fractionDigits = 0
+                position += 1
                 continue
             }
             let digit = byte &- UInt8(ascii: "0")
-            guard digit < 10, digits < 18 else { return nil }
+            guard digit < 10 else { break }
+            // Anything longer is for the JSON reader.
+            guard digits < 18 else { return nil }
             mantissa = mantissa &* 10 &+ Int64(digit)
             digits += 1
             if fractionDigits >= 0 { fractionDigits += 1 }
+            position += 1
         }
         if fractionDigits < 0 {
             guard digits > 0 else { return nil }
-            return .int(negative ? -mantissa : mantissa)
+            return (.int(negative ? -mantissa : mantissa), position)
         }
         guard fractionDigits > 0, digits <= 15 else { return nil }
         let value = Double(mantissa) / powerOfTen(fractionDigits)
-        return .double(negative ? -value : value)
+        return (.double(negative ? -value : value), position)
     }
 
     /// The string written in `text` when it has no escape: its bytes between the quotes, which in event text are
