@@ -15,15 +15,22 @@ struct RouteTransform: Transform {
         // A local copy, so that reading a condition while `states` changes copies nothing per event.
         let routes = routes
         var outputs = [[Event]](repeating: [], count: routes.count + 1)
-        for event in events {
-            var matched = false
+        for index in events.indices {
+            // Taken out of the batch, which is emptied below: read in place from here on, and moved, not copied, to
+            // the last route it goes to.
+            let event = Self.take(&events[index])
+            // The routes the event goes to: how many, the last of them, and whether a condition failed.
+            var matches = 0
+            var last = 0
             var failed = false
-            for index in routes.indices {
+            for route in routes.indices {
                 do throws(EvaluationError) {
-                    switch try routes[index].condition.evaluate(event, &states[index]) {
+                    switch try routes[route].condition.evaluate(event, &states[route]) {
                     case .bool(true):
-                        outputs[index].append(event)
-                        matched = true
+                        // Copied to every route but the last it goes to, which takes the event itself.
+                        if matches > 0 { outputs[last].append(event) }
+                        matches += 1
+                        last = route
                     case .bool(false), .null:
                         break
                     case let other:
@@ -32,21 +39,31 @@ struct RouteTransform: Transform {
                     }
                 } catch {
                     failed = true
-                    errors.report(error, in: routes[index].condition.source)
+                    errors.report(error, in: routes[route].condition.source)
                 }
             }
-            if matched {
-                pass.routedEvents += 1
-            } else if failed {
-                pass.discards[.error] += 1
-            } else if unmatchedIsRead {
-                outputs[routes.count].append(event)
-                pass.routedEvents += 1
-            } else {
-                pass.discards[.unmatched] += 1
+            if matches == 0 {
+                if failed {
+                    pass.discards[.error] += 1
+                    continue
+                }
+                guard unmatchedIsRead else {
+                    pass.discards[.unmatched] += 1
+                    continue
+                }
+                last = routes.count
             }
+            pass.routedEvents += 1
+            outputs[last].append(consume event)
         }
         pass.routed = outputs
         events.removeAll(keepingCapacity: true)
+    }
+
+    /// Moves `event` out, leaving an empty one (which holds no storage) in its place.
+    private static func take(_ event: inout Event) -> Event {
+        var taken = Event(.null)
+        swap(&taken, &event)
+        return taken
     }
 }
