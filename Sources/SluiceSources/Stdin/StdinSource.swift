@@ -31,10 +31,12 @@ struct StdinSource: Source {
             let batches: [[Event]]
             // An open multi-line event is emitted when its timeout passes without another line.
             switch await reader.read(deadlineNanos: decoder.multiline?.deadlineNanos) {
-            case .data(let chunk):
-                batches = chunk.withUnsafeBufferPointer { bytes in
-                    decoder.decode(input: bytes) { emit in splitter.feed(bytes, emit) }
+            case .data(let chunk, let count):
+                batches = chunk.withUnsafeBufferPointer { whole in
+                    let bytes = UnsafeBufferPointer(rebasing: whole[..<count])
+                    return decoder.decode(input: bytes) { emit in splitter.feed(bytes, emit) }
                 }
+                reader.recycle(chunk)
             case .idle:
                 batches = decoder.decode(flush: true) { _ in }
             case .end:
