@@ -10,6 +10,9 @@ struct DedupeTransform: Transform {
     /// Each remembered key's last sighting, in wall-clock milliseconds.
     var seen = RecentKeys<Int64>()
     var forgotten = 0
+    /// Scratch: the batch's keys (`nil` where reading one failed), and what warming the table read.
+    var batchKeys: [KeyFingerprint?] = []
+    var warmed: UInt64 = 0
 
     init(config: DedupeTransformConfig, errors: EvaluationErrorLog) {
         self.config = config
@@ -25,15 +28,24 @@ struct DedupeTransform: Transform {
             // Keys past their TTL go first (they are the least recently seen), so the count is what is remembered.
             while let last = seen.oldestValue, now - last >= ttl { seen.removeOldest() }
         }
-        events.retainEvents { event in
-            let key: KeyFingerprint
+        // Every key of the batch first, so that the table's slots for them can be fetched together.
+        batchKeys.removeAll(keepingCapacity: true)
+        for index in events.indices {
             do throws(EvaluationError) {
-                key = try keys.read(event)
+                batchKeys.append(try keys.read(events[index]))
             } catch {
+                batchKeys.append(nil)
                 pass.discards[.error] += 1
                 errors.report(error, in: "dedupe fields")
-                return false
             }
+        }
+        if seen.isLarge {
+            warmed ^= seen.warm(batchKeys, forgetting: max(0, seen.count + events.count - config.maxKeys))
+        }
+        var position = 0
+        events.retainEvents { _ in
+            defer { position += 1 }
+            guard let key = batchKeys[position] else { return false }
             if let last = seen.use(key) {
                 seen.setNewest(now)
                 if config.ttlMillis.map({ now - last < $0 }) ?? true {

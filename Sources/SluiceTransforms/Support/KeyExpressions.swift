@@ -40,7 +40,7 @@ struct KeyReader: Sendable {
     }
 
     /// The fingerprint of `event`'s key.
-    mutating func read(_ event: Event) throws(EvaluationError) -> KeyFingerprint {
+    mutating func read(_ event: borrowing Event) throws(EvaluationError) -> KeyFingerprint {
         // One top-level field, the commonest key: hashed where it lies in the event's text.
         if expressions.count == 1, locators[0] != nil,
             let (hash, check) = event.valueTextHashes(
@@ -110,6 +110,23 @@ struct RecentKeys<Value: Sendable>: Sendable {
         removeOldest()
         return true
     }
+
+    /// Reads ahead, so that the fetches overlap, the table slots that using `keys` and forgetting the `forgetting`
+    /// least recently used keys will read; returns what it read, which the caller keeps so that the reads are
+    /// made. Worth it where the table is larger than the caches.
+    func warm(_ keys: [KeyFingerprint?], forgetting: Int) -> UInt64 {
+        var read: UInt64 = 0
+        for case let key? in keys { read ^= table.warm(key.hash) }
+        var entry = oldest
+        for _ in 0..<forgetting where entry >= 0 {
+            read ^= table.warm(entries[entry].key.hash)
+            entry = entries[entry].newer
+        }
+        return read
+    }
+
+    /// Whether the table is large enough for ``warm(_:forgetting:)`` to pay.
+    var isLarge: Bool { count > 16_384 }
 
     /// The least recently used key's value, if any.
     var oldestValue: Value? { oldest >= 0 ? entries[oldest].value : nil }

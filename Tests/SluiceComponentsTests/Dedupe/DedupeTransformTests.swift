@@ -1,4 +1,5 @@
 import SluiceCore
+import SluiceTesting
 import Testing
 
 struct DedupeTransformTests {
@@ -49,5 +50,70 @@ struct DedupeTransformTests {
         #expect(TransformHarness.process(&dedupe, [c, a], at: 2_900, asText: asText).0 == [c, a])
         #expect(dedupe.state?.evictedTotal == 2)
         #expect(dedupe.state?.size == 2)
+    }
+
+    /// Past 16,384 keys the transform reads a batch's table slots ahead (``RecentKeys/warm(_:forgetting:)``): the
+    /// events kept must still be exactly those of an LRU cache, here a model kept by last use in a heap, on 60,000
+    /// seeded events over 30,000 keys with a limit of 20,000.
+    @Test func aLargeCacheKeepsExactlyWhatAnLRUCacheKeeps() throws {
+        var dedupe = try TransformHarness.make("dedupe", "{fields: [.device, .seq], cache: {max_keys: 20000}}")
+        var random = SplitMix64(seed: 21)
+        // The model: each key's last use, and a min-heap of (use, key) whose stale entries are skipped.
+        var lastUse: [Int: Int] = [:]
+        var heap: [(use: Int, key: Int)] = []
+        func push(_ item: (use: Int, key: Int)) {
+            heap.append(item)
+            var child = heap.count - 1
+            while child > 0, heap[(child - 1) / 2].use > heap[child].use {
+                heap.swapAt(child, (child - 1) / 2)
+                child = (child - 1) / 2
+            }
+        }
+        func popOldest() -> (use: Int, key: Int) {
+            let top = heap[0]
+            heap.swapAt(0, heap.count - 1)
+            heap.removeLast()
+            var parent = 0
+            while true {
+                var smallest = parent
+                for child in [2 * parent + 1, 2 * parent + 2]
+                where child < heap.count && heap[child].use < heap[smallest].use {
+                    smallest = child
+                }
+                if smallest == parent { break }
+                heap.swapAt(parent, smallest)
+                parent = smallest
+            }
+            return top
+        }
+        var expected: [JSONValue] = []
+        var events: [JSONValue] = []
+        for step in 0..<60_000 {
+            // Mostly recent keys, so that some repeats are still held and some were forgotten.
+            let key = Int(random.next() % 2 == 0 ? random.next() % 30_000 : UInt64(step / 2) % 30_000)
+            let event = Self.reading(key % 100, key)
+            events.append(event)
+            if lastUse[key] == nil {
+                expected.append(event)
+                if lastUse.count == 20_000 {
+                    while true {
+                        let oldest = popOldest()
+                        if lastUse[oldest.key] == oldest.use {
+                            lastUse[oldest.key] = nil
+                            break
+                        }
+                    }
+                }
+            }
+            lastUse[key] = step
+            push((step, key))
+        }
+        var kept: [JSONValue] = []
+        for batch in stride(from: 0, to: events.count, by: 1_000) {
+            kept += TransformHarness.process(&dedupe, Array(events[batch..<batch + 1_000]), at: 0, asText: true).0
+        }
+        #expect(kept.count == expected.count)
+        #expect(kept == expected)
+        #expect(dedupe.state?.size == 20_000)
     }
 }
