@@ -341,7 +341,7 @@ public final class HTTPServer: @unchecked Sendable {
         var buffer = [CChar](repeating: 0, count: 4096)
         // lws splits the query at '&' into fragments and decodes each.
         while lws_hdr_copy_fragment(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_HTTP_URI_ARGS, index) >= 0 {
-            let argument = String(cString: buffer)
+            let argument = Self.text(buffer)
             if let equals = argument.firstIndex(of: "=") {
                 result.query[String(argument[..<equals])] = String(argument[argument.index(after: equals)...])
             } else {
@@ -359,7 +359,12 @@ public final class HTTPServer: @unchecked Sendable {
         guard length > 0 else { return nil }
         var buffer = [CChar](repeating: 0, count: Int(length) + 1)
         guard lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token) >= 0 else { return nil }
-        return String(cString: buffer)
+        return Self.text(buffer)
+    }
+
+    /// The text lws copied into `buffer`, up to its terminating zero (invalid UTF-8 repaired).
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Writes `response`'s status line and headers, and asks to write its body when the socket takes it.
