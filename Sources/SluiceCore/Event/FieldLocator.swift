@@ -55,7 +55,7 @@ extension Event {
     package func scalar(_ locator: inout FieldLocator) -> Scalar? {
         guard isText, locator.isPlain else { return lookup(locator.steps).flatMap(Scalar.init) }
         return withText { text, keys, flat -> Scalar? in
-            if flat { return CanonicalJSON.flatScalar(&locator, in: text, keys: keys) }
+            if flat, !locator.key.isEmpty { return CanonicalJSON.flatScalar(&locator, in: text, keys: keys) }
             guard case .found(let range) = CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) else {
                 return nil
             }

@@ -462,8 +462,9 @@ enum CanonicalJSON {
             && memcmp(base + at, key.baseAddress!, key.count) == 0
     }
 
-    /// The value of `key` in flat text, the one its value starts.
+    /// The value of `key` in flat text; `.unsupported` for the empty key, which the search cannot look for.
     private static func flatField(_ key: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>) -> Lookup {
+        guard !key.isEmpty else { return .unsupported }
         guard let start = flatValueStart(key, in: text), let end = skipFlatValue(at: start, in: text) else {
             return .missing
         }
@@ -482,7 +483,10 @@ enum CanonicalJSON {
     {
         guard locator.isPlain else { return .unsupported }
         guard keys.mayContain(hash: locator.hash) else { return .missing }
-        guard flat else { return locator.key.withUnsafeBufferPointer { field(bytes: $0, inObjectAt: 0, of: text) } }
+        // The empty key is looked for key by key: the search needs a first byte.
+        guard flat, !locator.key.isEmpty else {
+            return locator.key.withUnsafeBufferPointer { field(bytes: $0, inObjectAt: 0, of: text) }
+        }
         guard let start = flatValueStart(&locator, in: text), let end = skipFlatValue(at: start, in: text) else {
             return .missing
         }
@@ -495,7 +499,8 @@ enum CanonicalJSON {
     static func flatScalar(_ locator: inout FieldLocator, in text: UnsafeBufferPointer<UInt8>, keys: KeySignature)
         -> Scalar?
     {
-        guard locator.isPlain, keys.mayContain(hash: locator.hash), let start = flatValueStart(&locator, in: text),
+        guard locator.isPlain, !locator.key.isEmpty, keys.mayContain(hash: locator.hash),
+            let start = flatValueStart(&locator, in: text),
             let base = text.baseAddress, start < text.count
         else { return nil }
         let end = base + text.count

@@ -202,6 +202,13 @@ struct CanonicalJSONTests {
         var scanner = CanonicalJSONScanner()
         var locator = FieldLocator("t")
         var generator = SplitMix64(seed: 5)
+        // Found by fuzzing: the empty key, which a search for the key's bytes cannot find.
+        let empty = Array(#"{"":0}"#.utf8)
+        #expect(empty.withUnsafeBufferPointer { scanner.isCanonical($0) } && scanner.isFlat)
+        let emptyKey = Event(canonicalJSON: empty, topLevelKeys: scanner.topLevelKeys, isFlat: true)
+        var emptyLocator = FieldLocator("")
+        #expect(emptyKey.lookup([.key("")]) == 0 && emptyKey.lookup(&emptyLocator) == 0)
+        #expect(emptyKey.scalar(&emptyLocator) == .int(0))
         let values = ["2", "-17", "3.25", "-0.5", "true", "false", "null", "\"t\"", "123456789012345678"]
         for round in 0..<400 {
             // Fillers before the field: none, short, or longer than the search's slack.
