@@ -21,6 +21,9 @@ public struct CanonicalJSONScanner {
     /// Room for the keys of the objects open on the current path, to find a key written twice; an object
     /// that would overflow it is not canonical (the full parse takes it).
     private var keys = [KeyMark](repeating: KeyMark(start: nil, count: 0, prefix: 0), count: 1024)
+    /// The top-level keys of the last object found canonical, in order, each written as `"key":` (see
+    /// ``KeyTemplate``); empty when there is none to compare with.
+    private var template = KeyTemplate()
 
     /// The ``KeySignature`` of the top-level keys of the last text found canonical.
     public private(set) var topLevelKeys = KeySignature.unknown
@@ -34,14 +37,69 @@ public struct CanonicalJSONScanner {
     /// True when `bytes` are canonical JSON text (see the type's description).
     public mutating func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let start = bytes.baseAddress, !bytes.isEmpty else { return false }
-        let (canonical, signature, flat) = keys.withUnsafeMutableBufferPointer { keys in
-            var cursor = Cursor(position: start, end: start + bytes.count, keys: keys)
-            let canonical = cursor.value(depth: 0) && cursor.position == cursor.end
-            return (canonical, cursor.topLevelKeys, cursor.flat && start.pointee == UInt8(ascii: "{"))
+        let (canonical, signature, flat, topKeys, followed) = template.bytes.withUnsafeBufferPointer { templateBytes in
+            template.keys.withUnsafeBufferPointer { templateKeys in
+                keys.withUnsafeMutableBufferPointer { keys in
+                    var cursor = Cursor(
+                        position: start, end: start + bytes.count, keys: keys,
+                        template: (templateBytes, templateKeys, template.signature))
+                    let canonical = cursor.value(depth: 0) && cursor.position == cursor.end
+                    return (
+                        canonical, cursor.topLevelKeys, cursor.flat && start.pointee == UInt8(ascii: "{"),
+                        cursor.topLevelKeyCount, cursor.followedTemplate
+                    )
+                }
+            }
         }
         topLevelKeys = signature
         isFlat = flat
+        // The next text is compared with this one's keys, unless they are the ones it was compared with.
+        if canonical, start.pointee == UInt8(ascii: "{"), !followed {
+            keys.withUnsafeBufferPointer { template.rebuild(from: UnsafeBufferPointer(rebasing: $0[..<topKeys])) }
+        }
         return canonical
+    }
+}
+
+/// The top-level keys of the last object a scanner found canonical, in order, each with its bytes as they stood
+/// (`"key":`), its first eight bytes, hash and duplicate-check bit: machine-written lines repeat their keys in
+/// the same order, so the scanner compares each key with the one in its place here and, while they agree,
+/// neither scans, hashes nor checks it against the others (they were unique in the last object).
+private struct KeyTemplate {
+    struct Key {
+        /// Where `"key":` is in ``KeyTemplate/bytes``, and how long it is.
+        var offset: Int
+        var length: Int
+        /// The key's length and first eight bytes, as a ``KeyMark`` has them.
+        var count: Int
+        var prefix: UInt64
+        var hash: UInt64
+    }
+
+    var bytes: [UInt8] = []
+    var keys: [Key] = []
+    /// The signature of all the keys.
+    var signature = KeySignature.empty
+
+    /// Takes the keys of `marks`, which point into the text just scanned: each is preceded by its quote and
+    /// followed by `":`. Keys with an escape are not kept (text matching them would not be flat), nor anything
+    /// after them.
+    mutating func rebuild(from marks: UnsafeBufferPointer<KeyMark>) {
+        bytes.removeAll(keepingCapacity: true)
+        keys.removeAll(keepingCapacity: true)
+        signature = .empty
+        for mark in marks {
+            guard let start = mark.start,
+                memchr(start, Int32(UInt8(ascii: "\\")), mark.count) == nil
+            else { break }
+            let hash = KeySignature.hash(start, count: mark.count, prefix: mark.prefix)
+            keys.append(
+                Key(offset: bytes.count, length: mark.count + 3, count: mark.count, prefix: mark.prefix, hash: hash))
+            bytes.append(contentsOf: UnsafeBufferPointer(start: start - 1, count: mark.count + 3))
+            signature.insert(hash: hash)
+        }
+        // A template of part of the keys cannot give the whole signature: the scanner then counts every key.
+        if keys.count < marks.count { keys.removeAll(keepingCapacity: true) }
     }
 }
 
@@ -151,11 +209,23 @@ private struct Cursor {
     var topLevelKeys = KeySignature.empty
     /// No container below the top level and no backslash so far.
     var flat = true
+    /// The last object's top-level keys, to compare this text's with.
+    let template:
+        (bytes: UnsafeBufferPointer<UInt8>, keys: UnsafeBufferPointer<KeyTemplate.Key>, signature: KeySignature)
+    /// The top-level object's keys: how many, and whether they were exactly the template's.
+    var topLevelKeyCount = 0
+    var followedTemplate = false
 
-    init(position: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>, keys: UnsafeMutableBufferPointer<KeyMark>) {
+    init(
+        position: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>, keys: UnsafeMutableBufferPointer<KeyMark>,
+        template: (
+            bytes: UnsafeBufferPointer<UInt8>, keys: UnsafeBufferPointer<KeyTemplate.Key>, signature: KeySignature
+        )
+    ) {
         self.position = position
         self.end = end
         self.keys = keys
+        self.template = template
     }
 
     static let maxKeysPerObject = 64
@@ -187,32 +257,83 @@ private struct Cursor {
         defer { keyCount = first }
         // One bit per key seen, by hash: only a key whose bit is already set is compared with the others.
         var seen: UInt64 = 0
+        // At the top level, keys are compared with the last object's while they agree (`index` of them so far).
+        var following = depth == 1 && !template.keys.isEmpty
+        var index = 0
         while true {
             guard position < end, position.pointee == UInt8(ascii: "\"") else { return false }
-            let keyStart = position + 1
-            guard string(isKey: true) else { return false }
-            let count = position - 1 - keyStart
-            let prefix = KeyMark.prefix(keyStart, count, readable: end - keyStart)
-            let hash = KeySignature.hash(keyStart, count: count, prefix: prefix)
-            if depth == 1 { topLevelKeys.insert(hash: hash) }
-            let bit: UInt64 = 1 << (hash >> 58)
-            if seen & bit != 0 {
-                for slot in first..<keyCount where keys[slot].prefix == prefix && keys[slot].count == count {
-                    if count <= 8 || memcmp(keys[slot].start!, keyStart, count) == 0 { return false }
-                }
-            }
-            seen |= bit
             guard keyCount - first < Self.maxKeysPerObject, keyCount < keys.count else { return false }
-            keys[keyCount] = KeyMark(start: keyStart, count: count, prefix: prefix)
+            if following, index < template.keys.count, matchesTemplateKey(index) {
+                // The key in this place in the last object: known valid, and unique among the ones before it.
+                let key = template.keys[index]
+                keys[keyCount] = KeyMark(start: position + 1, count: key.count, prefix: key.prefix)
+                seen |= 1 << (key.hash >> 58)
+                position += key.length
+            } else {
+                if following {
+                    // From here the keys are counted one by one; those that agreed go into the signature now.
+                    following = false
+                    for earlier in 0..<index { topLevelKeys.insert(hash: template.keys[earlier].hash) }
+                }
+                let keyStart = position + 1
+                guard string(isKey: true) else { return false }
+                let count = position - 1 - keyStart
+                let prefix = KeyMark.prefix(keyStart, count, readable: end - keyStart)
+                let hash = KeySignature.hash(keyStart, count: count, prefix: prefix)
+                if depth == 1 { topLevelKeys.insert(hash: hash) }
+                let bit: UInt64 = 1 << (hash >> 58)
+                if seen & bit != 0 {
+                    for slot in first..<keyCount where keys[slot].prefix == prefix && keys[slot].count == count {
+                        if count <= 8 || memcmp(keys[slot].start!, keyStart, count) == 0 { return false }
+                    }
+                }
+                seen |= bit
+                keys[keyCount] = KeyMark(start: keyStart, count: count, prefix: prefix)
+                guard position < end, position.pointee == UInt8(ascii: ":") else { return false }
+                position += 1
+            }
             keyCount += 1
-            guard position < end, position.pointee == UInt8(ascii: ":") else { return false }
-            position += 1
+            index += 1
             guard value(depth: depth), position < end else { return false }
             let byte = position.pointee
             position += 1
-            if byte == UInt8(ascii: "}") { return true }
+            if byte == UInt8(ascii: "}") {
+                if depth == 1 {
+                    topLevelKeyCount = index
+                    followedTemplate = following && index == template.keys.count
+                    if followedTemplate {
+                        topLevelKeys = template.signature
+                    } else if following {
+                        for earlier in 0..<index { topLevelKeys.insert(hash: template.keys[earlier].hash) }
+                    }
+                }
+                return true
+            }
             guard byte == UInt8(ascii: ",") else { return false }
         }
+    }
+
+    /// True when the text at `position` is `"key":` of template key `index`.
+    @inline(__always)
+    func matchesTemplateKey(_ index: Int) -> Bool {
+        let key = template.keys[index]
+        guard end - position >= key.length, let base = template.bytes.baseAddress else { return false }
+        let expected = UnsafeRawPointer(base + key.offset)
+        let here = UnsafeRawPointer(position)
+        // Eight bytes at a time, the last eight overlapping the ones before: keys are short.
+        if key.length >= 8 {
+            var offset = 0
+            while offset + 8 < key.length {
+                guard
+                    here.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                        == expected.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                else { return false }
+                offset += 8
+            }
+            return here.loadUnaligned(fromByteOffset: key.length - 8, as: UInt64.self)
+                == expected.loadUnaligned(fromByteOffset: key.length - 8, as: UInt64.self)
+        }
+        return memcmp(here, expected, key.length) == 0
     }
 
     mutating func array(depth: Int) -> Bool {

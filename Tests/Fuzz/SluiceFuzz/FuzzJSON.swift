@@ -5,12 +5,21 @@ internal import SluiceCore
 /// Any bytes must either be rejected with a `JSONError` or parse into a value whose written form parses back to
 /// the same value: reader and writer agree, and neither traps on hostile input. Bytes the canonical scanner
 /// accepts must be exactly what the writer writes for their value (events keep such bytes instead of a value),
-/// and a field read from them must equal the field of the parsed value.
+/// and a field read from them must equal the field of the parsed value. The scanner is kept from input to input,
+/// as a source keeps it from line to line (it compares each object's keys with the last one's): its verdict must
+/// be a fresh scanner's.
 nonisolated(unsafe) var canonicalScanner = CanonicalJSONScanner()
 
 func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
     let canonical = canonicalScanner.isCanonical(bytes)
+    var fresh = CanonicalJSONScanner()
+    precondition(fresh.isCanonical(bytes) == canonical, "the scanner's verdict depends on the text before")
+    if canonical {
+        precondition(
+            fresh.topLevelKeys == canonicalScanner.topLevelKeys && fresh.isFlat == canonicalScanner.isFlat,
+            "the scanner's key signature or flatness depends on the text before")
+    }
     let value: JSONValue
     do {
         value = try JSONReader.parse(bytes)

@@ -195,6 +195,51 @@ struct CanonicalJSONTests {
         for key in ["a", "b", "c", "d"] { #expect(growing.lookup([.key(key)]) == growing.value[key], "\(key)") }
     }
 
+    /// A scanner compares each line's top-level keys with the last line's: one scanner reading 20,000 related lines
+    /// (the same keys in the same order, one changed, dropped, added, repeated, escaped, or a prefix of another;
+    /// nested objects with the same names) must say of each exactly what a fresh scanner, which has nothing to
+    /// compare with, says: canonical or not, the same key signature, flat or not.
+    @Test func aScannerThatRemembersTheLastKeysJudgesEveryLineAsAFreshOneDoes() {
+        var generator = SplitMix64(seed: 17)
+        let names = ["a", "ab", "device", "devicf", "temperature", "temperaturf", "t\\\"q", "longer_than_eight"]
+        var remembering = CanonicalJSONScanner()
+        var keys = ["device", "temperature", "a", "longer_than_eight"]
+        var agreed = 0
+        for line in 0..<20_000 {
+            switch generator.next() % 10 {
+            case 0: keys[Int(generator.next() % UInt64(keys.count))] = names[Int(generator.next() % 8)]
+            case 1 where keys.count > 1: keys.removeLast()
+            case 2 where keys.count < 8: keys.append(names[Int(generator.next() % 8)])
+            case 3: keys.swapAt(0, keys.count - 1)
+            default: break
+            }
+            let fields = keys.enumerated().map { index, key -> String in
+                let value: String
+                switch (line + index) % 5 {
+                case 0: value = "\(line)"
+                case 1: value = "\"v\(line % 7)\""
+                case 2: value = #"{"device":1,"a":[true,null]}"#
+                case 3: value = "12.5"
+                default: value = line % 3 == 0 ? "\"\\n\"" : "false"
+                }
+                return "\"\(key)\":\(value)"
+            }
+            let text = Array(("{" + fields.joined(separator: ",") + "}").utf8)
+            var fresh = CanonicalJSONScanner()
+            let (remembered, alone) = text.withUnsafeBufferPointer {
+                (remembering.isCanonical($0), fresh.isCanonical($0))
+            }
+            #expect(remembered == alone, "\(String(decoding: text, as: UTF8.self))")
+            if alone {
+                #expect(remembering.topLevelKeys == fresh.topLevelKeys, "\(String(decoding: text, as: UTF8.self))")
+                #expect(remembering.isFlat == fresh.isFlat, "\(String(decoding: text, as: UTF8.self))")
+                agreed += 1
+            }
+        }
+        // Both kinds occur: lines with a key twice are not canonical.
+        #expect(agreed > 5_000 && agreed < 19_000)
+    }
+
     /// One locator reading event after event, as a stage does: the field where it was in the last event, a few
     /// bytes before or after, far before or after (beyond where the search near the last place looks), missing, or
     /// behind names and values that hold its name. Values and numbers read in place equal the parsed event's.
