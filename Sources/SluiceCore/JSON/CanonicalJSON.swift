@@ -333,7 +333,14 @@ private struct Cursor {
             return here.loadUnaligned(fromByteOffset: key.length - 8, as: UInt64.self)
                 == expected.loadUnaligned(fromByteOffset: key.length - 8, as: UInt64.self)
         }
-        return memcmp(here, expected, key.length) == 0
+        // Three to seven bytes: two four-byte words, overlapping, or two bytes and one.
+        if key.length >= 4 {
+            return here.loadUnaligned(as: UInt32.self) == expected.loadUnaligned(as: UInt32.self)
+                && here.loadUnaligned(fromByteOffset: key.length - 4, as: UInt32.self)
+                    == expected.loadUnaligned(fromByteOffset: key.length - 4, as: UInt32.self)
+        }
+        return here.loadUnaligned(as: UInt16.self) == expected.loadUnaligned(as: UInt16.self)
+            && here.load(fromByteOffset: 2, as: UInt8.self) == expected.load(fromByteOffset: 2, as: UInt8.self)
     }
 
     mutating func array(depth: Int) -> Bool {
