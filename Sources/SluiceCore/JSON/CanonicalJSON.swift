@@ -21,8 +21,8 @@ public struct CanonicalJSONScanner {
     /// Room for the keys of the objects open on the current path, to find a key written twice; an object
     /// that would overflow it is not canonical (the full parse takes it).
     private var keys = [KeyMark](repeating: KeyMark(start: nil, count: 0, prefix: 0), count: 1024)
-    /// The top-level keys of the last object found canonical, in order, each written as `"key":` (see
-    /// ``KeyTemplate``); empty when there is none to compare with.
+    /// The top-level keys of the last object found canonical, to compare the next one's with (see
+    /// ``KeyTemplate``).
     private var template = KeyTemplate()
 
     /// The ``KeySignature`` of the top-level keys of the last text found canonical.
@@ -37,25 +37,21 @@ public struct CanonicalJSONScanner {
     /// True when `bytes` are canonical JSON text (see the type's description).
     public mutating func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let start = bytes.baseAddress, !bytes.isEmpty else { return false }
-        let (canonical, signature, flat, topKeys, followed) = template.bytes.withUnsafeBufferPointer { templateBytes in
-            template.keys.withUnsafeBufferPointer { templateKeys in
-                keys.withUnsafeMutableBufferPointer { keys in
-                    var cursor = Cursor(
-                        position: start, end: start + bytes.count, keys: keys,
-                        template: (templateBytes, templateKeys, template.signature))
-                    let canonical = cursor.value(depth: 0) && cursor.position == cursor.end
-                    return (
-                        canonical, cursor.topLevelKeys, cursor.flat && start.pointee == UInt8(ascii: "{"),
-                        cursor.topLevelKeyCount, cursor.followedTemplate
-                    )
-                }
-            }
+        let template = template.view
+        let (canonical, signature, flat, topKeys, followed) = keys.withUnsafeMutableBufferPointer { keys in
+            var cursor = Cursor(position: start, end: start + bytes.count, keys: keys, template: template)
+            let canonical = cursor.value(depth: 0) && cursor.position == cursor.end
+            return (
+                canonical, cursor.topLevelKeys, cursor.flat && start.pointee == UInt8(ascii: "{"),
+                cursor.topLevelKeyCount, cursor.followedTemplate
+            )
         }
         topLevelKeys = signature
         isFlat = flat
         // The next text is compared with this one's keys, unless they are the ones it was compared with.
         if canonical, start.pointee == UInt8(ascii: "{"), !followed {
-            keys.withUnsafeBufferPointer { template.rebuild(from: UnsafeBufferPointer(rebasing: $0[..<topKeys])) }
+            if !isKnownUniquelyReferenced(&self.template.storage) { self.template = KeyTemplate() }
+            keys.withUnsafeBufferPointer { self.template.rebuild(from: UnsafeBufferPointer(rebasing: $0[..<topKeys])) }
         }
         return canonical
     }
@@ -65,9 +61,12 @@ public struct CanonicalJSONScanner {
 /// (`"key":`), its first eight bytes, hash and duplicate-check bit: machine-written lines repeat their keys in
 /// the same order, so the scanner compares each key with the one in its place here and, while they agree,
 /// neither scans, hashes nor checks it against the others (they were unique in the last object).
+///
+/// Its memory is its own (``Storage``), read through plain pointers, so that a scan retains nothing; a scanner
+/// copied shares it until one of the copies rebuilds it.
 private struct KeyTemplate {
     struct Key {
-        /// Where `"key":` is in ``KeyTemplate/bytes``, and how long it is.
+        /// Where `"key":` is in the template's bytes, and how long it is.
         var offset: Int
         var length: Int
         /// The key's length and first eight bytes, as a ``KeyMark`` has them.
@@ -76,30 +75,61 @@ private struct KeyTemplate {
         var hash: UInt64
     }
 
-    var bytes: [UInt8] = []
-    var keys: [Key] = []
-    /// The signature of all the keys.
-    var signature = KeySignature.empty
+    /// Room for the keys of an object (``Cursor/maxKeysPerObject``) and their bytes; a longer template is not kept.
+    final class Storage {
+        static let byteCapacity = 4096
+        let keys = UnsafeMutablePointer<Key>.allocate(capacity: Cursor.maxKeysPerObject)
+        let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: byteCapacity)
+        var count = 0
+        var signature = KeySignature.empty
+
+        deinit {
+            keys.deallocate()
+            bytes.deallocate()
+        }
+    }
+
+    var storage = Storage()
+
+    /// What a scan reads: plain values, so that handing it over counts no reference.
+    struct View {
+        let keys: UnsafePointer<Key>
+        let bytes: UnsafePointer<UInt8>
+        let count: Int
+        let signature: KeySignature
+
+        subscript(index: Int) -> Key { keys[index] }
+    }
+
+    var view: View {
+        View(keys: storage.keys, bytes: storage.bytes, count: storage.count, signature: storage.signature)
+    }
 
     /// Takes the keys of `marks`, which point into the text just scanned: each is preceded by its quote and
-    /// followed by `":`. Keys with an escape are not kept (text matching them would not be flat), nor anything
-    /// after them.
+    /// followed by `":`. A template is kept only for keys that fit, none with an escape (text matching such a key
+    /// would not be flat).
     mutating func rebuild(from marks: UnsafeBufferPointer<KeyMark>) {
-        bytes.removeAll(keepingCapacity: true)
-        keys.removeAll(keepingCapacity: true)
-        signature = .empty
+        let storage = storage
+        storage.count = 0
+        storage.signature = .empty
+        var offset = 0
         for mark in marks {
-            guard let start = mark.start,
+            guard let start = mark.start, marks.count <= Cursor.maxKeysPerObject,
+                offset + mark.count + 3 <= Storage.byteCapacity,
                 memchr(start, Int32(UInt8(ascii: "\\")), mark.count) == nil
-            else { break }
+            else {
+                // A template of part of the keys cannot give the whole signature: the scanner counts every key.
+                storage.count = 0
+                return
+            }
             let hash = KeySignature.hash(start, count: mark.count, prefix: mark.prefix)
-            keys.append(
-                Key(offset: bytes.count, length: mark.count + 3, count: mark.count, prefix: mark.prefix, hash: hash))
-            bytes.append(contentsOf: UnsafeBufferPointer(start: start - 1, count: mark.count + 3))
-            signature.insert(hash: hash)
+            (storage.bytes + offset).update(from: start - 1, count: mark.count + 3)
+            (storage.keys + storage.count).initialize(
+                to: Key(offset: offset, length: mark.count + 3, count: mark.count, prefix: mark.prefix, hash: hash))
+            storage.count += 1
+            storage.signature.insert(hash: hash)
+            offset += mark.count + 3
         }
-        // A template of part of the keys cannot give the whole signature: the scanner then counts every key.
-        if keys.count < marks.count { keys.removeAll(keepingCapacity: true) }
     }
 }
 
@@ -210,17 +240,14 @@ private struct Cursor {
     /// No container below the top level and no backslash so far.
     var flat = true
     /// The last object's top-level keys, to compare this text's with.
-    let template:
-        (bytes: UnsafeBufferPointer<UInt8>, keys: UnsafeBufferPointer<KeyTemplate.Key>, signature: KeySignature)
+    let template: KeyTemplate.View
     /// The top-level object's keys: how many, and whether they were exactly the template's.
     var topLevelKeyCount = 0
     var followedTemplate = false
 
     init(
         position: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>, keys: UnsafeMutableBufferPointer<KeyMark>,
-        template: (
-            bytes: UnsafeBufferPointer<UInt8>, keys: UnsafeBufferPointer<KeyTemplate.Key>, signature: KeySignature
-        )
+        template: KeyTemplate.View
     ) {
         self.position = position
         self.end = end
@@ -258,14 +285,14 @@ private struct Cursor {
         // One bit per key seen, by hash: only a key whose bit is already set is compared with the others.
         var seen: UInt64 = 0
         // At the top level, keys are compared with the last object's while they agree (`index` of them so far).
-        var following = depth == 1 && !template.keys.isEmpty
+        var following = depth == 1 && template.count > 0
         var index = 0
         while true {
             guard position < end, position.pointee == UInt8(ascii: "\"") else { return false }
             guard keyCount - first < Self.maxKeysPerObject, keyCount < keys.count else { return false }
-            if following, index < template.keys.count, matchesTemplateKey(index) {
+            if following, index < template.count, matchesTemplateKey(index) {
                 // The key in this place in the last object: known valid, and unique among the ones before it.
-                let key = template.keys[index]
+                let key = template[index]
                 keys[keyCount] = KeyMark(start: position + 1, count: key.count, prefix: key.prefix)
                 seen |= 1 << (key.hash >> 58)
                 position += key.length
@@ -273,7 +300,7 @@ private struct Cursor {
                 if following {
                     // From here the keys are counted one by one; those that agreed go into the signature now.
                     following = false
-                    for earlier in 0..<index { topLevelKeys.insert(hash: template.keys[earlier].hash) }
+                    for earlier in 0..<index { topLevelKeys.insert(hash: template[earlier].hash) }
                 }
                 let keyStart = position + 1
                 guard string(isKey: true) else { return false }
@@ -300,11 +327,11 @@ private struct Cursor {
             if byte == UInt8(ascii: "}") {
                 if depth == 1 {
                     topLevelKeyCount = index
-                    followedTemplate = following && index == template.keys.count
+                    followedTemplate = following && index == template.count
                     if followedTemplate {
                         topLevelKeys = template.signature
                     } else if following {
-                        for earlier in 0..<index { topLevelKeys.insert(hash: template.keys[earlier].hash) }
+                        for earlier in 0..<index { topLevelKeys.insert(hash: template[earlier].hash) }
                     }
                 }
                 return true
@@ -316,9 +343,9 @@ private struct Cursor {
     /// True when the text at `position` is `"key":` of template key `index`.
     @inline(__always)
     func matchesTemplateKey(_ index: Int) -> Bool {
-        let key = template.keys[index]
-        guard end - position >= key.length, let base = template.bytes.baseAddress else { return false }
-        let expected = UnsafeRawPointer(base + key.offset)
+        let key = template[index]
+        guard end - position >= key.length else { return false }
+        let expected = UnsafeRawPointer(template.bytes + key.offset)
         let here = UnsafeRawPointer(position)
         // Eight bytes at a time, the last eight overlapping the ones before: keys are short.
         if key.length >= 8 {
