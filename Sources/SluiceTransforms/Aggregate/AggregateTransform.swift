@@ -354,7 +354,9 @@ struct AggregateTransform: Transform {
             switch readings[argument] {
             case .int, .null: continue
             case .double(let number) where number.isFinite: continue
-            case .double, .other:
+            case .double(let number):
+                throw EvaluationError("\(numericNames[position]) needs finite numbers, found \(number)")
+            case .other:
                 throw EvaluationError(
                     "\(numericNames[position]) needs numbers, found " + JSONWriter.string(values[argument]).prefix(40))
             }
