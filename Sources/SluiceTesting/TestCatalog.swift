@@ -106,29 +106,37 @@ struct ListSource: Source {
     }
 }
 
-/// `pass`: passes every event on; with `drop_every: N`, discards every Nth event under `filtered`.
+/// `pass`: passes every event on; with `drop_every: N`, discards every Nth event under `filtered`. With
+/// `stateless: true` it is a stateless transform (``TransformConfig/isStateless``) and discards instead the events
+/// whose value (a counter's number) is a multiple of N.
 public struct PassTransformConfig: TransformConfig {
     public static let typeName = "pass"
     public static let summary = "Test double: passes events on."
     public var dropEvery = 0
+    public var isStateless = false
 
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let every = options.value("drop_every")?.int(in: 0...1_000_000) { dropEvery = every }
+        if let stateless = options.value("stateless")?.bool() { isStateless = stateless }
         try options.validated()
     }
 
-    public func makeTransform(_ context: TransformContext) -> any Transform { PassTransform(dropEvery: dropEvery) }
+    public func makeTransform(_ context: TransformContext) -> any Transform {
+        PassTransform(dropEvery: dropEvery, byValue: isStateless)
+    }
 }
 
 struct PassTransform: Transform {
     let dropEvery: Int
+    let byValue: Bool
     var seen = 0
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         guard dropEvery > 0 else { return }
-        events.retainEvents { _ in
+        events.retainEvents { event in
             seen += 1
-            guard seen % dropEvery == 0 else { return true }
+            let number = byValue ? Int(event.value.intValue ?? 0) : seen
+            guard number % dropEvery == 0 else { return true }
             pass.discards[.filtered] += 1
             return false
         }

@@ -35,11 +35,17 @@ public protocol TransformConfig: ComponentConfig {
     var outputs: [String] { get }
     /// Creates the running transform; each pipeline run gets its own.
     func makeTransform(_ context: TransformContext) -> any Transform
+    /// True when the transform keeps nothing from one event to the next that changes what it does (no window, key,
+    /// count or deadline), and has one output: such a transform may run as several instances at once, on the
+    /// threads that make a source's batches (`PipelineRunner`).
+    var isStateless: Bool { get }
 }
 
 extension TransformConfig {
     /// One unnamed output.
     public var outputs: [String] { [] }
+    /// Stateful, unless the type says otherwise.
+    public var isStateless: Bool { false }
 }
 
 /// The configuration of a sink type that needs nothing but its options to run.

@@ -13,6 +13,9 @@ public struct FilterTransformConfig: TransformConfig {
         self.condition = try options.validated(condition)
     }
 
+    /// A condition per event: nothing kept between events but where fields were.
+    public var isStateless: Bool { true }
+
     public func makeTransform(_ context: TransformContext) -> any Transform {
         FilterTransform(
             condition: condition, errors: EvaluationErrorLog(componentID: context.id, log: context.log),

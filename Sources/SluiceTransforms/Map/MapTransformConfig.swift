@@ -58,6 +58,9 @@ public struct MapTransformConfig: TransformConfig {
     /// True when the map only sets fields, so it can work on events that still hold their text.
     var onlySets: Bool { rename.isEmpty && merge == nil && remove.isEmpty && keep.isEmpty }
 
+    /// Expressions per event: nothing kept between events but where fields were.
+    public var isStateless: Bool { true }
+
     public func makeTransform(_ context: TransformContext) -> any Transform {
         MapTransform(
             config: self, errors: EvaluationErrorLog(componentID: context.id, log: context.log),
