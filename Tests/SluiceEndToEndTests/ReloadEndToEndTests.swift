@@ -46,21 +46,9 @@ struct ReloadEndToEndTests {
         let total = 1_000_000
         let pipeline = try TemporaryPipeline(Self.pipeline(condition: ".n % 2 == 0"))
         defer { pipeline.remove() }
-        let child = SluiceProcess(["run", pipeline.path])
-        try child.start()
-        defer { child.killIfRunning() }
-        let reloaded = Self.feedInHalves(child, total: total)
-        var output = Data()
-        // Read some output first, so that the pipeline is well under way, then reload without reading on: its
-        // buffers are full and blocked when the change comes.
-        while output.count < 200_000, let chunk = child.readChunk() { output.append(chunk) }
-        try rewrite(pipeline, Self.pipeline(condition: ".n % 3 == 0"))
-        kill(child.process.processIdentifier, SIGHUP)
-        #expect(child.waitForErrorText("reload (SIGHUP): applied: replaced 'keep'"), "\(child.errorText)")
-        reloaded.signal()
-        output.append(child.readAllOutput())
-        #expect(child.waitForExit() == 0, "\(child.errorText)")
-
+        let output = try reloadingHalfWay(
+            pipeline, total: total, changeTo: Self.pipeline(condition: ".n % 3 == 0"),
+            expecting: "reload (SIGHUP): applied: replaced 'keep'")
         let numbers = Self.numbers(output)
         #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "in order, none twice")
         // The last event only the old condition keeps, and the first only the new one keeps: the cut lies between.
@@ -83,6 +71,57 @@ struct ReloadEndToEndTests {
         #expect(keep.int("received_events_total") == total)
         #expect(keep.int("sent_events_total") == numbers.count)
         #expect(keep.balances)
+    }
+
+    /// A map right after stdin runs in the source's sending; any reload splits it off into a task of its own (here
+    /// the reload changes only the sink's buffer). Under a full `block` stream, every event is mapped exactly once
+    /// across the switch: the map adds a million to `n`, so an event mapped twice, or not at all, shows.
+    @Test func aMapRunningInTheSourceIsSplitOffWithEveryEventMappedOnce() throws {
+        let total = 1_000_000
+        func yaml(_ buffer: Int) -> String {
+            """
+            sources:
+              in: {type: stdin}
+            transforms:
+              shift: {type: map, inputs: [in], set: {n: '.n + 1000000'}}
+            sinks:
+              out: {type: stdout, inputs: [shift], buffer: {max_events: \(buffer), when_full: block}}
+            metrics: {interval_secs: 0, to: $METRICS, format: json}
+            """
+        }
+        let pipeline = try TemporaryPipeline(yaml(1000))
+        defer { pipeline.remove() }
+        let output = try reloadingHalfWay(
+            pipeline, total: total, changeTo: yaml(500), expecting: "reload (SIGHUP): applied")
+        let numbers = Self.numbers(output)
+        #expect(numbers.count == total)
+        #expect(numbers == Array(1_000_000..<(1_000_000 + total)), "each event once, in order, mapped once")
+        let shift = try #require(try pipeline.finalComponent("shift"))
+        #expect(shift["runs_in"] == nil, "split off into a task of its own")
+        #expect(shift["buffer"] != .null)
+        #expect(shift.int("received_events_total") == total && shift.balances)
+    }
+
+    /// Runs `pipeline` on events 0..<total under a `block` stream: once some output came (so that the pipeline is
+    /// well under way), writes `changed` over the file without reading on (its buffers are full and blocked when
+    /// the change comes), sends SIGHUP, waits for `message` on stderr, then feeds the second half. Returns all
+    /// output once it exited 0.
+    func reloadingHalfWay(
+        _ pipeline: TemporaryPipeline, total: Int, changeTo changed: String, expecting message: String
+    ) throws -> Data {
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        let reloaded = Self.feedInHalves(child, total: total)
+        var output = Data()
+        while output.count < 200_000, let chunk = child.readChunk() { output.append(chunk) }
+        try rewrite(pipeline, changed)
+        kill(child.process.processIdentifier, SIGHUP)
+        #expect(child.waitForErrorText(message), "\(child.errorText)")
+        reloaded.signal()
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit() == 0, "\(child.errorText)")
+        return output
     }
 
     /// Feeds events 0..<total in chunks of a thousand, the second half once the returned semaphore is signalled.

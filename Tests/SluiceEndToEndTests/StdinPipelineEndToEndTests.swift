@@ -64,6 +64,61 @@ struct StdinPipelineEndToEndTests {
         for id in ["in", "out"] { #expect(try pipeline.finalComponent(id)?.balances == true) }
     }
 
+    /// A filter and a map right after stdin run in the source's sending, on each half of a read on the thread
+    /// that decoded it: 300,000 lines (every 997th not JSON) come out filtered, mapped once each, complete and in
+    /// order, and every component's counts are those of stages in tasks of their own.
+    @Test func aFilterAndAMapAfterStdinRunAsItDecodesAndLoseNothing() throws {
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              in: {type: stdin}
+            transforms:
+              warm: {type: filter, inputs: [in], condition: ".temp >= 20"}
+              fahrenheit: {type: map, inputs: [warm], set: {temp_f: ".temp * 9 / 5 + 32"}}
+            sinks:
+              out: {type: stdout, inputs: [fahrenheit]}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let count = 300_000
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        child.feed { chunk in
+            let start = chunk * 1000
+            guard start < count else { return nil }
+            var text = ""
+            for index in start..<min(count, start + 1000) {
+                text += (index % 997 == 0 ? "not json \(index)" : sensorLine(index)) + "\n"
+            }
+            return Data(text.utf8)
+        }
+        let output = String(decoding: child.readAllOutput(), as: UTF8.self)
+        #expect(child.waitForExit() == 0)
+        let kept = (0..<count).filter { $0 % 997 != 0 && $0 % 400 >= 200 }
+        let lines = output.split(separator: "\n")
+        #expect(lines.count == kept.count)
+        var wrong = 0
+        for (line, index) in zip(lines, kept) {
+            // The line as it came in, its closing brace replaced by the one field the map appended.
+            let original = sensorLine(index)
+            let prefix = original.dropLast() + #","temp_f":"#
+            let fahrenheit = Double(index % 400) / 10 * 9 / 5 + 32
+            if !line.hasPrefix(prefix) || Double(line.dropFirst(prefix.count).dropLast()) != fahrenheit { wrong += 1 }
+        }
+        #expect(wrong == 0, "\(wrong) lines out of place, changed or mapped twice")
+        let source = try #require(try pipeline.finalComponent("in"))
+        #expect(source.int("discarded_events_total", "parse_error") == (count + 996) / 997)
+        for id in ["warm", "fahrenheit"] {
+            let component = try #require(try pipeline.finalComponent(id))
+            #expect(component["buffer"] == .null, "\(id)")
+            #expect(component["runs_in"] == .string("in"), "\(id)")
+        }
+        #expect(try pipeline.finalComponent("fahrenheit")?.int("sent_events_total") == kept.count)
+        for id in ["in", "warm", "fahrenheit", "out"] {
+            #expect(try pipeline.finalComponent(id)?.balances == true, "\(id)")
+        }
+    }
+
     /// With a drop policy the source never waits: the whole input is read while nobody reads stdout, then stdout
     /// is drained. Returns the output lines' sequence numbers and the sink's final figures.
     func runWithStalledReader(policy: String, count: Int) throws -> (seqs: [Int], sink: JSONValue, source: JSONValue) {

@@ -20,6 +20,11 @@ public final class EventOutput: Sendable {
         var detached: [EventBuffer] = []
         /// True once the producer finished: a consumer added later is finished at once.
         var finished = false
+        /// Stateless transforms fused into the source this edge leaves, run on every batch before it goes out.
+        var chain: SourceChain?
+        /// Once a reload has split those transforms off: the consumers to send to instead (their input buffers),
+        /// taken at the first send that no other send overlaps, so that no batch overtakes one sent before.
+        var unfused: [EventBuffer]?
 
         /// The consumers to tell now that this producer is done with them.
         mutating func takeDetachedIfIdle() -> [EventBuffer] {
@@ -34,6 +39,15 @@ public final class EventOutput: Sendable {
         edges = Mutex(Edges(targets: targets))
         self.metrics = metrics
         self.tap = metrics.tap
+        self.name = nil
+    }
+
+    /// The edge out of the source `chain.source` counts, through `chain`, into `targets`, the consumers of the
+    /// chain's last transform: what it sends is counted as that transform's.
+    init(targets: [EventBuffer], through chain: SourceChain) {
+        edges = Mutex(Edges(targets: targets, chain: chain))
+        self.metrics = chain.source
+        self.tap = chain.source.tap
         self.name = nil
     }
 
@@ -58,21 +72,77 @@ public final class EventOutput: Sendable {
         }
     }
 
-    /// Sends `batch` to every consumer and counts it once as sent.
+    /// Sends `batch` to every consumer and counts it once as sent (through the source's fused transforms first,
+    /// while it has them).
     public func send(_ batch: [Event]) async {
         guard !batch.isEmpty else { return }
-        metrics?.recordSent(batch.count)
-        tap.offer(batch, output: name)
-        let targets = edges.locked { edges in
+        let (targets, chain, unfusedFrom) = edges.locked { edges -> ([EventBuffer], SourceChain?, [EventBuffer]) in
+            var unfusedFrom: [EventBuffer] = []
+            if let unfused = edges.unfused, edges.sending == 0 {
+                // No send is under way: everything the chain sent has reached its consumers.
+                unfusedFrom = edges.targets
+                edges.targets = unfused
+                edges.unfused = nil
+                edges.chain = nil
+            }
             edges.sending += 1
-            return edges.targets
+            return (edges.targets, edges.chain, unfusedFrom)
         }
-        for target in targets { await target.send(batch) }
+        for target in unfusedFrom { target.finishProducer() }
+        var batch = batch
+        chain?.run(&batch)
+        if !batch.isEmpty {
+            (chain?.last ?? metrics)?.recordSent(batch.count)
+            (chain?.last.tap ?? tap).offer(batch, output: name)
+            for target in targets { await target.send(batch) }
+        }
         let detached = edges.locked { edges in
             edges.sending -= 1
             return edges.takeDetachedIfIdle()
         }
         for target in detached { target.finishProducer() }
+    }
+
+    /// The source's fused transforms, for a source that makes its batches on several threads: it runs an instance
+    /// on each thread (``SourceChain/makeRunner()``) and sends what is left with ``send(processed:)``. `nil` when
+    /// the source has none, or a reload is splitting them off (then the source sends with ``send(batches:)``, whose
+    /// first send makes the switch).
+    package var chain: SourceChain? { edges.locked { $0.unfused == nil ? $0.chain : nil } }
+
+    /// Sends `batches` that the source's fused transforms (``chain``, as it was when they were made) already ran
+    /// on, letting go of each as it is sent. They go where the chain's batches go, even once a reload is splitting
+    /// it off, as they must not pass those transforms again; the switch waits for the next ``send(_:)``.
+    package func send(processed batches: consuming [[Event]]) async {
+        var batches = batches
+        for index in batches.indices where !batches[index].isEmpty {
+            let batch = batches[index]
+            batches[index] = []
+            let (targets, chain) = edges.locked { edges in
+                edges.sending += 1
+                return (edges.targets, edges.chain)
+            }
+            precondition(chain != nil, "Processed batches are sent only while the chain that ran on them is fused.")
+            chain?.last.recordSent(batch.count)
+            chain?.last.tap.offer(batch)
+            for target in targets { await target.send(batch) }
+            let detached = edges.locked { edges in
+                edges.sending -= 1
+                return edges.takeDetachedIfIdle()
+            }
+            for target in detached { target.finishProducer() }
+        }
+    }
+
+    /// Stops running the source's fused transforms and sends into `targets` (the first transform's new input
+    /// buffer, which counts this edge as its producer) from the first send that no other overlaps; the consumers
+    /// it sent to until then are told this producer is done at that moment.
+    func unfuse(into targets: [EventBuffer]) {
+        let finishNow = edges.locked { edges -> [EventBuffer] in
+            guard !edges.finished else { return targets }
+            edges.unfused = targets
+            return []
+        }
+        for target in finishNow { target.finishProducer() }
     }
 
     /// True once the producer finished.
@@ -82,8 +152,11 @@ public final class EventOutput: Sendable {
     func finish() {
         let targets = edges.locked { edges in
             edges.finished = true
-            defer { edges.targets = [] }
-            return edges.targets + edges.detached
+            defer {
+                edges.targets = []
+                edges.unfused = nil
+            }
+            return edges.targets + edges.detached + (edges.unfused ?? [])
         }
         for target in targets { target.finishProducer() }
     }
@@ -94,6 +167,14 @@ public final class EventOutput: Sendable {
     func rewire(attach: [EventBuffer], detach: [EventBuffer]) {
         let finishNow = edges.locked { edges -> [EventBuffer] in
             if edges.finished { return attach }
+            // After an unfuse, the consumers from the switch on change (nothing has been sent to them yet).
+            if var unfused = edges.unfused {
+                unfused += attach
+                let gone = unfused.filter { target in detach.contains { $0 === target } }
+                unfused.removeAll { target in detach.contains { $0 === target } }
+                edges.unfused = unfused
+                return gone
+            }
             edges.targets += attach
             for target in detach {
                 guard let index = edges.targets.firstIndex(where: { $0 === target }) else { continue }

@@ -20,6 +20,11 @@ public struct RunOutcome: Sendable, Equatable {
 /// task waits for its input until the earliest deadline of its transforms, and at the end of input finishes each
 /// in order, what one emits flowing through those after it.
 ///
+/// Stateless transforms (filter, map) whose input is a source that feeds nothing else go further: they run in the
+/// source's own sending (`SourceChain`), on the batch as it is made, and the source's edge leads to what follows
+/// them; their metrics say `runs_in` the source. A reload that changes anything first splits such a chain off: each
+/// of its transforms gets an input buffer and a task of its own, and the source sends into the first.
+///
 /// The run ends when every source has ended and every buffer has drained. ``stop()`` makes sources stop reading;
 /// what they already sent still drains to the sinks. Cancelling the task that runs the pipeline does the same.
 public final class PipelineRunner: Sendable {
@@ -51,6 +56,8 @@ public final class PipelineRunner: Sendable {
         /// Chains of fused transforms to split at their next batch boundary, by their first transform: its output
         /// from then on, and the parts that go on in tasks of their own.
         var splits: [String: (output: EventOutput, parts: [SplitPart])] = [:]
+        /// The stateless transforms that run in a source's sending, by source, in order, with the source's edge.
+        var sourceChains: [String: (members: [String], edge: EventOutput, chain: SourceChain)] = [:]
         /// The tasks of components a reload added.
         var added: [Task<Void, Never>] = []
         /// Every source instance that ran or runs, those of the start, of reloads and of replacements: each is told
@@ -228,6 +235,7 @@ public final class PipelineRunner: Sendable {
         -> [(ComponentMetrics, @Sendable () async -> Void)]
     {
         let removedIDs = Set(plan.removed.map(\.id))
+        var start = splitSourceChains(&state)
         for head in chainsToSplit(plan, state.running) { prepareSplit(of: head, &state) }
         // Replacements first: a transform whose named outputs change has the new ones before anything connects.
         var replacements: [String: Replacement] = [:]
@@ -342,7 +350,6 @@ public final class PipelineRunner: Sendable {
         }
         // The new components' tasks, registered as running so that a later reload finds them (an id given to a
         // component of another kind is the new one's from now on).
-        var start: [(ComponentMetrics, @Sendable () async -> Void)] = []
         for component in plan.added {
             let own = outputs[component.id] ?? [:]
             let stop = component.kind == .source ? sourceStop() : nil
@@ -354,6 +361,43 @@ public final class PipelineRunner: Sendable {
             start.append((metrics[component.id]!, body))
         }
         return start
+    }
+
+    /// Gives every transform that runs in a source's sending an input buffer, an output and a task of its own, and
+    /// registers them as running, so that a reload can change each as if it had never been fused; returns their
+    /// tasks. The source's edge sends into the first one's buffer from its next send that no other overlaps
+    /// (``EventOutput/unfuse(into:)``); until then batches go through the chain as before. The transforms are
+    /// stateless: the new instances need nothing of the old.
+    private func splitSourceChains(_ state: inout LiveState) -> [(ComponentMetrics, @Sendable () async -> Void)] {
+        var tasks: [(ComponentMetrics, @Sendable () async -> Void)] = []
+        for (_, fused) in state.sourceChains {
+            let members = zip(fused.members, fused.chain.members).map { (id: $0, member: $1) }
+            let inputs = members.map { id, member in
+                let buffer = EventBuffer(policy: .default, producers: 1, owner: member.metrics)
+                let mark = HeldMark()
+                addHolders(id, [{ buffer.oldestHeldIngestNanos }, { mark.value }], in: state.current)
+                return (buffer, mark)
+            }
+            // The last one sends where the chain did: each consumer counts it as one more producer.
+            let last = members[members.count - 1]
+            let consumers = state.current.consumers(of: last.id).compactMap { state.running[$0]?.input }
+                .filter { $0.addProducer() }
+            for (index, (id, member)) in members.enumerated() {
+                let output =
+                    index == members.count - 1
+                    ? EventOutput(targets: consumers, metrics: member.metrics)
+                    : EventOutput(targets: [inputs[index + 1].0], metrics: member.metrics)
+                state.running[id] = Running(
+                    kind: .transform, input: inputs[index].0, outputs: ["": output], stop: nil, runsIn: nil)
+                member.metrics.provideDetails { [:] }
+                let stage = TransformStage(id: id, transform: member.make(), metrics: member.metrics)
+                let (input, held) = inputs[index]
+                tasks.append((member.metrics, { [self] in await runTransforms([stage], input, .single(output), held) }))
+            }
+            fused.edge.unfuse(into: [inputs[0].0])
+        }
+        state.sourceChains = [:]
+        return tasks
     }
 
     /// Gives the running transform `component` the named outputs (or the single one) the new file defines, keeping
@@ -546,15 +590,17 @@ public final class PipelineRunner: Sendable {
 
     private func runToEnd(reporter: MetricsReporter?) async -> RunOutcome {
         let metricsByID = Dictionary(uniqueKeysWithValues: metrics.map { ($0.id, $0) })
-        let fused = fusedTransforms()
+        let (fused, inSource) = fusedTransforms()
+        /// True for a component that runs in another's task or sending: it has no buffer, mark or task.
+        func runsElsewhere(_ id: String) -> Bool { fused[id] != nil || inSource[id] != nil }
         var buffers: [String: EventBuffer] = [:]
-        for component in definition.components where component.kind != .source && fused[component.id] == nil {
+        for component in definition.components where component.kind != .source && !runsElsewhere(component.id) {
             buffers[component.id] = EventBuffer(
                 policy: component.buffer ?? .default, producers: component.inputs.count,
                 owner: metricsByID[component.id]!)
         }
         var marks: [String: HeldMark] = [:]
-        for component in definition.components where component.kind != .source && fused[component.id] == nil {
+        for component in definition.components where component.kind != .source && !runsElsewhere(component.id) {
             marks[component.id] = HeldMark()
         }
         holders.locked { holders in
@@ -565,6 +611,7 @@ public final class PipelineRunner: Sendable {
         }
         let periodic = Task { await reporter?.runPeriodically() }
         var running: [String: Running] = [:]
+        var sourceChains: [String: (members: [String], edge: EventOutput, chain: SourceChain)] = [:]
         // Every component's task, made and registered before any starts, so that a reload finds them all.
         var tasks: [@Sendable () async -> Void] = []
         do {
@@ -584,12 +631,41 @@ public final class PipelineRunner: Sendable {
                             namedOutput: port, of: metricsByID[definition.id]!)
                     })
             }
-            for component in definition.components where fused[component.id] == nil {
+            /// The edge out of source `id` through the transforms that run in its sending, if it has any.
+            func sourceOutput(of id: String) -> EventOutput {
+                var members: [ComponentDefinition] = []
+                while let next = definition.components.first(where: {
+                    inSource[$0.id] == id && $0.inputs == [members.last?.id ?? id]
+                }) {
+                    members.append(next)
+                }
+                guard let last = members.last else { return output(of: id) }
+                let chain = SourceChain(
+                    source: metricsByID[id]!,
+                    members: members.map { member in
+                        guard case .transform(let make) = member.blueprint.maker else {
+                            preconditionFailure("Only transforms run in a source's sending.")
+                        }
+                        let context = TransformContext(id: member.id, log: log)
+                        return SourceChain.Member(make: { make(context) }, metrics: metricsByID[member.id]!)
+                    })
+                let edge = EventOutput(
+                    targets: definition.consumers(of: last.id).map { buffers[$0]! }, through: chain)
+                for member in members {
+                    metricsByID[member.id]!.provideDetails { ["runs_in": .string(id)] }
+                    running[member.id] = Running(
+                        kind: .transform, input: nil, outputs: member.id == last.id ? ["": edge] : [:], stop: nil,
+                        runsIn: id)
+                }
+                sourceChains[id] = (members.map(\.id), edge, chain)
+                return edge
+            }
+            for component in definition.components where !runsElsewhere(component.id) {
                 let metrics = metricsByID[component.id]!
                 switch component.blueprint.maker {
                 case .source:
                     let stop = sourceStop()
-                    let outputs = ["": output(of: component.id)]
+                    let outputs = ["": sourceOutput(of: component.id)]
                     let body = live.locked { state in
                         task(
                             for: component, metrics: metrics, input: nil, outputs: outputs, stop: stop, held: nil,
@@ -600,6 +676,9 @@ public final class PipelineRunner: Sendable {
                     tasks.append {
                         await body()
                         self.ended(metrics)
+                        // The transforms still in its sending end with it (a split gave the others tasks).
+                        let fused = self.live.locked { $0.sourceChains.removeValue(forKey: component.id) }
+                        for member in fused?.chain.members ?? [] { self.ended(member.metrics) }
                     }
                 case .transform:
                     // This transform and those fused after it, in order.
@@ -654,8 +733,9 @@ public final class PipelineRunner: Sendable {
                 }
             }
         }
-        live.locked { [running] in
+        live.locked { [running, sourceChains] in
             $0.running = running
+            $0.sourceChains = sourceChains
             $0.started = true
         }
         await withTaskGroup(of: Void.self) { group in
@@ -702,22 +782,50 @@ public final class PipelineRunner: Sendable {
         context.output.finish()
     }
 
-    /// The transforms that run in their input's task, each mapped to that input's id (see the type's notes).
-    private func fusedTransforms() -> [String: String] {
-        let kinds = Dictionary(uniqueKeysWithValues: definition.components.map { ($0.id, $0.kind) })
+    /// The transforms that run in their input's task, each mapped to that input's id, and those that run in a
+    /// source's sending, each mapped to the source's id (see the type's notes).
+    private func fusedTransforms() -> (inTask: [String: String], inSource: [String: String]) {
+        let components = Dictionary(uniqueKeysWithValues: definition.components.map { ($0.id, $0) })
         var fused: [String: String] = [:]
         for component in definition.components where component.kind == .transform {
             guard component.buffer == nil || component.buffer == .default, component.inputs.count == 1,
-                let input = component.inputs.first, kinds[input] == .transform,
+                let input = component.inputs.first, components[input]?.kind == .transform,
                 definition.allConsumers(of: input) == [component.id]
             else { continue }
             fused[component.id] = input
+        }
+        // Stateless transforms right after a source that feeds nothing else, and the stateless ones fused after
+        // them, up to `maxFusedStages`; what follows them runs in a task of its own.
+        var inSource: [String: String] = [:]
+        for source in definition.components where source.kind == .source {
+            guard let first = components[definition.allConsumers(of: source.id).first ?? ""],
+                definition.allConsumers(of: source.id) == [first.id], first.inputs == [source.id],
+                first.buffer == nil || first.buffer == .default, Self.isStateless(first)
+            else { continue }
+            var member = first
+            while true {
+                inSource[member.id] = source.id
+                fused[member.id] = nil
+                guard let next = components.values.first(where: { fused[$0.id] == member.id }) else { break }
+                guard Self.isStateless(next), inSource.count(where: { $0.value == source.id }) < Self.maxFusedStages
+                else {
+                    fused[next.id] = nil
+                    break
+                }
+                member = next
+            }
         }
         // Cut long chains into tasks of at most `maxFusedStages`, so that both cores can share their work.
         func position(_ id: String) -> Int { fused[id].map { position($0) + 1 } ?? 0 }
         let positions = fused.keys.map { ($0, position($0)) }
         for (id, position) in positions where position % Self.maxFusedStages == 0 { fused[id] = nil }
-        return fused
+        return (fused, inSource)
+    }
+
+    /// True for a transform that may run in a source's sending (``TransformConfig/isStateless``).
+    private static func isStateless(_ component: ComponentDefinition) -> Bool {
+        component.kind == .transform && (component.blueprint.config as? any TransformConfig)?.isStateless == true
+            && component.blueprint.outputs.isEmpty
     }
 
     /// The most transforms one task runs: fusing saves a hop per stage, but a task runs on one core.

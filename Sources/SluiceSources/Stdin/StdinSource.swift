@@ -30,23 +30,27 @@ struct StdinSource: Source {
         while !done {
             let batches: [[Event]]
             // An open multi-line event is emitted when its timeout passes without another line.
-            switch await reader.read(deadlineNanos: decoder.multiline?.deadlineNanos) {
+            let read = await reader.read(deadlineNanos: decoder.multiline?.deadlineNanos)
+            // The transforms fused into this source run on each half of a read as it is decoded; taken after the
+            // wait, which a reload that splits them off may have come during.
+            let chain = context.output.chain
+            switch read {
             case .data(let chunk, let count):
                 batches = chunk.withUnsafeBufferPointer { whole in
                     let bytes = UnsafeBufferPointer(rebasing: whole[..<count])
-                    return decoder.decode(input: bytes) { emit in splitter.feed(bytes, emit) }
+                    return decoder.decode(input: bytes, chain: chain) { emit in splitter.feed(bytes, emit) }
                 }
                 reader.recycle(chunk)
             case .idle:
-                batches = decoder.decode(flush: true) { _ in }
+                batches = decoder.decode(flush: true, chain: chain) { _ in }
             case .end:
                 // Only at the end of input is a last line without a newline complete.
-                batches = decoder.decode(flush: true) { emit in splitter.finish(emit) }
+                batches = decoder.decode(flush: true, chain: chain) { emit in splitter.finish(emit) }
                 done = true
             case .stopped:
                 // Stopping ends at a line boundary: a partly read line is not an event yet; an open multi-line
                 // event is complete as far as it goes.
-                batches = decoder.decode(flush: true) { _ in }
+                batches = decoder.decode(flush: true, chain: chain) { _ in }
                 done = true
             case .failed(let message):
                 throw StdinError(message: message)
@@ -54,7 +58,11 @@ struct StdinSource: Source {
             context.metrics.recordReceived(decoder.takeReceived())
             context.metrics.recordDiscarded(decoder.takeDiscards())
             multiline.update(decoder.multiline)
-            await context.output.send(batches: consume batches)
+            if chain != nil {
+                await context.output.send(processed: consume batches)
+            } else {
+                await context.output.send(batches: consume batches)
+            }
         }
         decoder.finish()
         if context.handOver.isWanted { context.handOver.leave(splitter) }

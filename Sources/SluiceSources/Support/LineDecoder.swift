@@ -24,6 +24,8 @@ struct LineDecoder {
     /// The bytes of lines that are not in the input (the splitter joined them from two reads, and lends them only
     /// during its callback).
     private var copied: [UInt8] = []
+    /// An instance of the source's fused transforms for each half (``SourceChain``), made from the chain last given.
+    private var runners: [SourceChain.Runner] = []
 
     /// Fewer lines than this are decoded on this thread alone: handing half to another thread costs about as much
     /// as decoding a few dozen lines.
@@ -39,13 +41,21 @@ struct LineDecoder {
     /// Runs `split`, which calls back with each line, and returns the events decoded from them in batches of at
     /// most `batchLimit` (a source's batch by default; built whole, so none is copied to be cut up later). `input` is what `split` reads: its
     /// lines need not be copied before they are decoded. With `flush`, a multi-line event still open afterwards is
-    /// emitted too (its timeout passed, or the input ended).
+    /// emitted too (its timeout passed, or the input ended). With `chain`, the source's fused transforms run on
+    /// every batch before it is returned, each half's on the thread that decoded it (send them with
+    /// ``EventOutput/send(processed:)``).
     mutating func decode(
         batchLimit: Int = EventBuffer.batchEvents, flush: Bool = false, input: UnsafeBufferPointer<UInt8>? = nil,
-        _ split: ((LineSplitter.Piece) -> Void) -> Void
+        chain: SourceChain? = nil, _ split: ((LineSplitter.Piece) -> Void) -> Void
     ) -> [[Event]] {
         let now = MonotonicClock.nanos()
-        guard multiline == nil else { return decodeJoiningLines(batchLimit: batchLimit, flush: flush, now: now, split) }
+        if let chain, runners.first?.chain !== chain { runners = [chain.makeRunner(), chain.makeRunner()] }
+        if chain == nil { runners = [] }
+        guard multiline == nil else {
+            var batches = decodeJoiningLines(batchLimit: batchLimit, flush: flush, now: now, split)
+            if !runners.isEmpty { for index in batches.indices { runners[0].run(&batches[index]) } }
+            return batches
+        }
         collect(input: input, split)
         defer {
             collected.removeAll(keepingCapacity: true)
@@ -92,14 +102,17 @@ struct LineDecoder {
             copied.withUnsafeBufferPointer { copied in
                 scanners.withUnsafeMutableBufferPointer { scanners in
                     halves.withUnsafeMutableBufferPointer { halves in
-                        let work = ParallelHalves(
-                            lines: lines, copied: copied, scanners: scanners, halves: halves, middle: middle)
-                        if inParallel {
-                            DispatchQueue.concurrentPerform(iterations: 2) { half in
-                                work.decode(half, decoding: decoding, batchLimit: batchLimit, now: now)
+                        runners.withUnsafeMutableBufferPointer { runners in
+                            let work = ParallelHalves(
+                                lines: lines, copied: copied, scanners: scanners, halves: halves, runners: runners,
+                                middle: middle)
+                            if inParallel {
+                                DispatchQueue.concurrentPerform(iterations: 2) { half in
+                                    work.decode(half, decoding: decoding, batchLimit: batchLimit, now: now)
+                                }
+                            } else {
+                                work.decode(0, decoding: decoding, batchLimit: batchLimit, now: now)
                             }
-                        } else {
-                            work.decode(0, decoding: decoding, batchLimit: batchLimit, now: now)
                         }
                     }
                 }
@@ -248,11 +261,13 @@ private struct DecodedLines {
 /// The two halves of the collected lines (the second empty when they are decoded on one thread).
 private struct ParallelHalves: @unchecked Sendable {
     // @unchecked: the buffers outlive `concurrentPerform`, which returns only when both halves are done; the lines
-    // and copied bytes are only read, and half `n` alone writes `scanners[n]` and `halves[n]`.
+    // and copied bytes are only read, and half `n` alone writes `scanners[n]`, `halves[n]` and `runners[n]`.
     let lines: UnsafeBufferPointer<CollectedLine>
     let copied: UnsafeBufferPointer<UInt8>
     let scanners: UnsafeMutableBufferPointer<CanonicalJSONScanner>
     let halves: UnsafeMutableBufferPointer<DecodedLines>
+    /// The source's fused transforms, an instance per half; empty when it has none.
+    let runners: UnsafeMutableBufferPointer<SourceChain.Runner>
     let middle: Int
 
     func decode(_ half: Int, decoding: EventDecoding, batchLimit: Int, now: UInt64) {
@@ -260,5 +275,8 @@ private struct ParallelHalves: @unchecked Sendable {
         halves[half] = DecodedLines(
             UnsafeBufferPointer(rebasing: lines[range]), copied: copied, decoding: decoding,
             scanner: &scanners[half], batchLimit: batchLimit, now: now)
+        // Here, while the events' text is in this core's cache.
+        guard !runners.isEmpty else { return }
+        for index in halves[half].batches.indices { runners[half].run(&halves[half].batches[index]) }
     }
 }

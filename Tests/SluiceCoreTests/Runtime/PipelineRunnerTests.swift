@@ -105,6 +105,50 @@ struct PipelineRunnerTests {
         #expect(CollectedEvents.take("fused").count == 12000)
     }
 
+    /// Stateless transforms right after a source that feeds nothing else run in the source's sending: no buffer,
+    /// `runs_in` names the source, everything counted as in a task of their own, events in order. The chain stops
+    /// at a stateful transform, which gets a task and a buffer (a stateless one after it fuses into that task);
+    /// a source with two consumers fuses none.
+    @Test func statelessTransformsAfterASourceRunInItsSending() async throws {
+        let definition = try load(
+            """
+            sources:
+              in: {type: counter, count: 10000}
+              two: {type: counter, count: 1000}
+            transforms:
+              a: {type: pass, stateless: true, inputs: [in], drop_every: 10}
+              b: {type: pass, stateless: true, inputs: [a], drop_every: 3}
+              c: {type: pass, inputs: [b]}
+              d: {type: pass, stateless: true, inputs: [c]}
+              e: {type: pass, stateless: true, inputs: [two]}
+              f: {type: pass, stateless: true, inputs: [two]}
+            sinks:
+              out: {type: collect, inputs: [d], into: source-fused}
+              other: {type: collect, inputs: [e, f], into: source-fused-two}
+            """)
+        let (outcome, report) = await run(definition)
+        #expect(outcome.failures.isEmpty)
+        let byID = Dictionary(uniqueKeysWithValues: report.components.map { ($0.id, $0) })
+        for id in ["a", "b"] {
+            #expect(byID[id]?.buffer == nil, "\(id)")
+            #expect(byID[id]?.details["runs_in"] == .string("in"), "\(id)")
+        }
+        #expect(byID["c"]?.buffer != nil && byID["c"]?.details["runs_in"] == nil)
+        #expect(byID["d"]?.buffer == nil && byID["d"]?.details["runs_in"] == .string("c"))
+        for id in ["e", "f"] { #expect(byID[id]?.buffer != nil && byID[id]?.details["runs_in"] == nil, "\(id)") }
+        #expect(byID["in"]?.sent == 10000)
+        #expect(byID["a"]?.received == 10000 && byID["a"]?.discarded[.filtered] == 1000 && byID["a"]?.sent == 9000)
+        #expect(byID["b"]?.received == 9000 && byID["b"]?.discarded[.filtered] == 3000 && byID["b"]?.sent == 6000)
+        #expect(byID["c"]?.received == 6000)
+        let kept: [Int] = (0..<10000).filter { (number: Int) -> Bool in number % 10 != 0 && number % 3 != 0 }
+        let expected: [JSONValue] = kept.map { JSONValue.int(Int64($0)) }
+        #expect(CollectedEvents.take("source-fused").map(\.value) == expected)
+        #expect(CollectedEvents.take("source-fused-two").count == 2000)
+        for component in report.components {
+            #expect(component.received == component.sent + component.discarded.total, "\(component.id)")
+        }
+    }
+
     /// A long chain is cut into tasks of at most ``PipelineRunner/maxFusedStages`` transforms, so both cores work.
     @Test func longChainsAreCutIntoTasksOfAFewStages() async throws {
         let stages = 2 * PipelineRunner.maxFusedStages + 1
