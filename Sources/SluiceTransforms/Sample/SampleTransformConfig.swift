@@ -19,6 +19,9 @@ public struct SampleTransformConfig: TransformConfig {
         self.key = key
     }
 
+    /// With a key, each event is kept or not by its key's hash alone; without, by a count of the events.
+    public var isStateless: Bool { key != nil }
+
     public func makeTransform(_ context: TransformContext) -> any Transform {
         SampleTransform(config: self, errors: EvaluationErrorLog(componentID: context.id, log: context.log))
     }

@@ -2,6 +2,19 @@ import SluiceCore
 import Testing
 
 struct SampleTransformTests {
+    /// A keyed sample decides by each event's key alone, so it may run as several instances in a source's sending;
+    /// keeping the first of every `rate` counts events, so it may not. (Filter and map are stateless too; the
+    /// stateful types are not.)
+    @Test func onlyAKeyedSampleIsStatelessAmongTheStatefulTypes() throws {
+        #expect(try TransformHarness.config("sample", "{rate: 4, key: .device}").isStateless)
+        #expect(try !TransformHarness.config("sample", "{rate: 4}").isStateless)
+        #expect(try TransformHarness.config("filter", "{condition: .a > 1}").isStateless)
+        #expect(try TransformHarness.config("map", "{set: {b: .a}}").isStateless)
+        #expect(try !TransformHarness.config("throttle", "{max_events: 1, window_secs: 1}").isStateless)
+        #expect(try !TransformHarness.config("dedupe", "{fields: [.a]}").isStateless)
+        #expect(try !TransformHarness.config("route", "{routes: {a: .a > 1}}").isStateless)
+    }
+
     @Test func oneInRateIsKeptByCount() throws {
         var sample = try TransformHarness.make("sample", "{rate: 10}")
         var kept: [JSONValue] = []

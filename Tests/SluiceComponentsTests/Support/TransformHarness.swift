@@ -16,6 +16,26 @@ enum TransformHarness {
         _ type: String, _ yaml: String, readOutputs: Set<String> = [], log: Logger = Logger { _ in },
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> any Transform {
+        let blueprint = try self.blueprint(type, yaml, sourceLocation: sourceLocation)
+        guard case .transform(let make) = blueprint.maker else {
+            Issue.record("not a transform", sourceLocation: sourceLocation)
+            throw InvalidConfig()
+        }
+        return make(TransformContext(id: "t", log: log, readOutputs: readOutputs))
+    }
+
+    /// The configuration of a transform of type `type` with the options in `yaml`.
+    static func config(_ type: String, _ yaml: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> any TransformConfig
+    {
+        try #require(
+            try blueprint(type, yaml, sourceLocation: sourceLocation).config as? any TransformConfig,
+            sourceLocation: sourceLocation)
+    }
+
+    private static func blueprint(_ type: String, _ yaml: String, sourceLocation: SourceLocation) throws
+        -> ComponentBlueprint
+    {
         let diagnostics = DiagnosticLog()
         let root = try #require(try YAMLParser.parse(yaml), sourceLocation: sourceLocation)
         let options = try #require(
@@ -24,11 +44,7 @@ enum TransformHarness {
         let blueprint = try #require(
             try catalog.configure(.transform, typeName: type, options: options), sourceLocation: sourceLocation)
         #expect(diagnostics.diagnostics.isEmpty, "\(diagnostics.diagnostics)", sourceLocation: sourceLocation)
-        guard case .transform(let make) = blueprint.maker else {
-            Issue.record("not a transform", sourceLocation: sourceLocation)
-            throw InvalidConfig()
-        }
-        return make(TransformContext(id: "t", log: log, readOutputs: readOutputs))
+        return blueprint
     }
 
     /// Runs one batch through `transform` at wall-clock time `now`; returns what it left and the pass. `asText`
