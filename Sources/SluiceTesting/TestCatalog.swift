@@ -18,15 +18,18 @@ public enum TestCatalog {
 /// `counter`: emits the integers `0..<count` in batches of 100, then ends. With `record_finished: NAME` it keeps,
 /// in ``FinishedRecords`` under NAME, each batch's ingest time and what ``SourceContext/finishedBefore`` said once
 /// the pipeline had drained, as a source that commits positions would use it.
-public struct CounterSourceConfig: SourceConfig {
+public struct CounterSourceConfig: SourceConfig, RunsFollowingStatelessTransforms {
     public static let typeName = "counter"
     public static let summary = "Test double: the integers 0..<count."
     public var count = 10
     public var recordFinished: String?
+    /// With `runs_stateless_transforms: true`, the stateless transforms after it run in its sending.
+    public var runsFollowingStatelessTransforms = false
 
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let count = options.value("count")?.int(in: 0...1_000_000_000) { self.count = count }
         recordFinished = options.value("record_finished")?.string()
+        if let runs = options.value("runs_stateless_transforms")?.bool() { runsFollowingStatelessTransforms = runs }
         try options.validated()
     }
 

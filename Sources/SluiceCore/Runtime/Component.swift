@@ -28,6 +28,15 @@ public protocol SourceConfig: ComponentConfig {
     func makeSource() -> any Source
 }
 
+/// The options of a source type whose running source runs the stateless transforms that follow it
+/// (``TransformConfig/isStateless``) on the threads that make its batches, taking them from its output
+/// (`EventOutput.chain`): they then run there rather than in a task of their own. A source without it keeps them
+/// in tasks of their own (where its own work fills both cores, running them on its thread would slow both down).
+public protocol RunsFollowingStatelessTransforms: ComponentConfig {
+    /// True when these options have the source run them (always, for a source that always can).
+    var runsFollowingStatelessTransforms: Bool { get }
+}
+
 /// The configuration of a transform type.
 public protocol TransformConfig: ComponentConfig {
     /// The names of the transform's outputs, which consumers read as `<id>.<name>`; empty (the default) for a

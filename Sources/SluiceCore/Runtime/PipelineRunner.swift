@@ -20,8 +20,9 @@ public struct RunOutcome: Sendable, Equatable {
 /// task waits for its input until the earliest deadline of its transforms, and at the end of input finishes each
 /// in order, what one emits flowing through those after it.
 ///
-/// Stateless transforms (filter, map) whose input is a source that feeds nothing else go further: they run in the
-/// source's own sending (`SourceChain`), on the batch as it is made, and the source's edge leads to what follows
+/// Stateless transforms (filter, map) whose input is a source that feeds nothing else, and asks for them
+/// (``RunsFollowingStatelessTransforms``), go further: they run in the source's own sending
+/// (`SourceChain`), on the batch as it is made, and the source's edge leads to what follows
 /// them; their metrics say `runs_in` the source. A reload that changes anything first splits such a chain off: each
 /// of its transforms gets an input buffer and a task of its own, and the source sends into the first.
 ///
@@ -798,7 +799,10 @@ public final class PipelineRunner: Sendable {
         // them, up to `maxFusedStages`; what follows them runs in a task of its own.
         var inSource: [String: String] = [:]
         for source in definition.components where source.kind == .source {
-            guard let first = components[definition.allConsumers(of: source.id).first ?? ""],
+            guard
+                (source.blueprint.config as? any RunsFollowingStatelessTransforms)?.runsFollowingStatelessTransforms
+                    == true,
+                let first = components[definition.allConsumers(of: source.id).first ?? ""],
                 definition.allConsumers(of: source.id) == [first.id], first.inputs == [source.id],
                 first.buffer == nil || first.buffer == .default, Self.isStateless(first)
             else { continue }

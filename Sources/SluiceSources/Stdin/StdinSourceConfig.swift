@@ -1,9 +1,11 @@
 public import SluiceCore
 
 /// Options of the `stdin` source.
-public struct StdinSourceConfig: ComponentConfig {
+public struct StdinSourceConfig: ComponentConfig, RunsFollowingStatelessTransforms {
     public static let typeName = "stdin"
     public static let summary = "Events from standard input: one JSON value, or one text line, per line."
+    /// Each half of a read runs them on the thread that decoded it.
+    public var runsFollowingStatelessTransforms: Bool { true }
 
     /// How each line becomes an event.
     public var decoding = EventDecoding.json

@@ -28,7 +28,7 @@ struct PipelineLoaderTests {
             p.yaml:2:23: error: unknown key 'cont' in source 'in'
               in: {type: counter, cont: 3}
                                   ^
-            note: expected one of: count, record_finished, type; did you mean 'count'?
+            note: expected one of: count, record_finished, runs_stateless_transforms, type; did you mean 'count'?
             """
         ),
         (

@@ -108,13 +108,15 @@ struct PipelineRunnerTests {
     /// Stateless transforms right after a source that feeds nothing else run in the source's sending: no buffer,
     /// `runs_in` names the source, everything counted as in a task of their own, events in order. The chain stops
     /// at a stateful transform, which gets a task and a buffer (a stateless one after it fuses into that task);
-    /// a source with two consumers fuses none.
+    /// a source with two consumers fuses none, nor does one that does not run them
+    /// (``RunsFollowingStatelessTransforms``).
     @Test func statelessTransformsAfterASourceRunInItsSending() async throws {
         let definition = try load(
             """
             sources:
-              in: {type: counter, count: 10000}
-              two: {type: counter, count: 1000}
+              in: {type: counter, count: 10000, runs_stateless_transforms: true}
+              two: {type: counter, count: 1000, runs_stateless_transforms: true}
+              plain: {type: counter, count: 1000}
             transforms:
               a: {type: pass, stateless: true, inputs: [in], drop_every: 10}
               b: {type: pass, stateless: true, inputs: [a], drop_every: 3}
@@ -122,9 +124,10 @@ struct PipelineRunnerTests {
               d: {type: pass, stateless: true, inputs: [c]}
               e: {type: pass, stateless: true, inputs: [two]}
               f: {type: pass, stateless: true, inputs: [two]}
+              g: {type: pass, stateless: true, inputs: [plain]}
             sinks:
               out: {type: collect, inputs: [d], into: source-fused}
-              other: {type: collect, inputs: [e, f], into: source-fused-two}
+              other: {type: collect, inputs: [e, f, g], into: source-fused-two}
             """)
         let (outcome, report) = await run(definition)
         #expect(outcome.failures.isEmpty)
@@ -135,7 +138,8 @@ struct PipelineRunnerTests {
         }
         #expect(byID["c"]?.buffer != nil && byID["c"]?.details["runs_in"] == nil)
         #expect(byID["d"]?.buffer == nil && byID["d"]?.details["runs_in"] == .string("c"))
-        for id in ["e", "f"] { #expect(byID[id]?.buffer != nil && byID[id]?.details["runs_in"] == nil, "\(id)") }
+        // Two consumers of one source, or a source that does not run them: tasks of their own.
+        for id in ["e", "f", "g"] { #expect(byID[id]?.buffer != nil && byID[id]?.details["runs_in"] == nil, "\(id)") }
         #expect(byID["in"]?.sent == 10000)
         #expect(byID["a"]?.received == 10000 && byID["a"]?.discarded[.filtered] == 1000 && byID["a"]?.sent == 9000)
         #expect(byID["b"]?.received == 9000 && byID["b"]?.discarded[.filtered] == 3000 && byID["b"]?.sent == 6000)
@@ -143,7 +147,7 @@ struct PipelineRunnerTests {
         let kept: [Int] = (0..<10000).filter { (number: Int) -> Bool in number % 10 != 0 && number % 3 != 0 }
         let expected: [JSONValue] = kept.map { JSONValue.int(Int64($0)) }
         #expect(CollectedEvents.take("source-fused").map(\.value) == expected)
-        #expect(CollectedEvents.take("source-fused-two").count == 2000)
+        #expect(CollectedEvents.take("source-fused-two").count == 3000)
         for component in report.components {
             #expect(component.received == component.sent + component.discarded.total, "\(component.id)")
         }
