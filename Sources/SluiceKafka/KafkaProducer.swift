@@ -8,9 +8,8 @@ internal import Synchronization
 
 /// A Kafka producer on librdkafka, with a thread of its own that serves delivery reports.
 ///
-/// ``produce(to:key:value:token:)`` only queues; the broker's answer for every message comes later to
-/// `onDelivery`, on the producer's thread, with the message's token. Call ``produce(to:key:value:token:)`` from
-/// one task at a time.
+/// ``produce(_:from:to:)`` only queues; the broker's answer for every message comes later to `onDelivery`, on the
+/// producer's thread, with the message's token. Call ``produce(_:from:to:)`` from one task at a time.
 public final class KafkaProducer: @unchecked Sendable {
     // @unchecked: `handle` is set in init and freed only by the service thread after ``shutDown(flushMillis:)`` has
     // told it to stop, when no produce can follow; librdkafka allows produce and poll from different threads.
@@ -27,14 +26,14 @@ public final class KafkaProducer: @unchecked Sendable {
         var finished = false
     }
 
-    /// The result of queueing one message.
-    public enum Queued: Equatable, Sendable {
-        case queued
-        /// librdkafka's queue is full (`queue.buffering.max.messages` or `.kbytes`): try again after some
-        /// deliveries.
-        case queueFull
-        /// The message cannot be sent at all (too large, an unknown partition); no report will come for it.
-        case rejected(KafkaError)
+    /// What became of the messages ``produce(_:from:to:)`` was given.
+    public struct Queued: Sendable {
+        /// Messages that cannot be sent at all (too large, an unknown partition), by index; no report will come for
+        /// them.
+        public var rejected: [(index: Int, error: KafkaError)] = []
+        /// librdkafka's queue was full (`queue.buffering.max.messages` or `.kbytes`) from this index on: these
+        /// messages and every one after it were not queued; try again after some deliveries.
+        public var queueFullFrom: Int?
     }
 
     /// Creates the producer and starts its thread; `onDelivery(token, error)` is called once for every queued
@@ -83,18 +82,37 @@ public final class KafkaProducer: @unchecked Sendable {
         return KafkaTopic(handle: handle, name: name)
     }
 
-    /// Queues `value` for `topic` (any partition, chosen from `key` by librdkafka's partitioner: the same key goes
-    /// to the same partition); copies the bytes.
-    public func produce(
-        to topic: KafkaTopic, key: UnsafeRawBufferPointer?, value: UnsafeRawBufferPointer, token: UInt
-    ) -> Queued {
-        let result = rd_kafka_produce(
-            topic.handle, sluice_rd_kafka_partition_ua, sluice_rd_kafka_msg_f_copy,
-            UnsafeMutableRawPointer(mutating: value.baseAddress), value.count, key?.baseAddress, key?.count ?? 0,
-            UnsafeMutableRawPointer(bitPattern: token))
-        guard result != 0 else { return .queued }
-        let code = rd_kafka_last_error()
-        return code == RD_KAFKA_RESP_ERR__QUEUE_FULL ? .queueFull : .rejected(KafkaError(code: code))
+    /// Queues `messages[start...]` for `topic` in one call (any partition, chosen from each key by librdkafka's
+    /// partitioner: the same key goes to the same partition), in order; copies the bytes.
+    public func produce(_ messages: KafkaMessages, from start: Int, to topic: KafkaTopic) -> Queued {
+        let entries = messages.entries[start...]
+        return messages.withBytes { bytes -> Queued in
+            let base = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
+            var batch = entries.map { entry in
+                var message = rd_kafka_message_t()
+                message.payload = base.map { $0 + entry.valueStart }
+                message.len = entry.valueCount
+                if entry.keyCount >= 0 {
+                    message.key = base.map { $0 + entry.keyStart }
+                    message.key_len = entry.keyCount
+                }
+                message._private = UnsafeMutableRawPointer(bitPattern: entry.token)
+                return message
+            }
+            let good = rd_kafka_produce_batch(
+                topic.handle, sluice_rd_kafka_partition_ua, sluice_rd_kafka_msg_f_copy, &batch, Int32(batch.count))
+            var queued = Queued()
+            guard good < batch.count else { return queued }
+            for (offset, message) in batch.enumerated() where message.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                // After the first full queue librdkafka gives every later message the same answer.
+                guard message.err != RD_KAFKA_RESP_ERR__QUEUE_FULL else {
+                    queued.queueFullFrom = start + offset
+                    break
+                }
+                queued.rejected.append((start + offset, KafkaError(code: message.err)))
+            }
+            return queued
+        }
     }
 
     /// Stops the service thread once everything queued has been answered or `flushMillis` has passed (what is

@@ -334,6 +334,55 @@ struct KafkaEndToEndTests {
         #expect(check["duplicates"] as? Int == 0, "the idempotent producer writes each message once")
     }
 
+    /// librdkafka refuses a message larger than `message.max.bytes` when it is queued: each such event of a batch
+    /// is counted under `error` and named, and the rest of its batch is delivered, in order, once each.
+    @Test func aMessageLibrdkafkaRefusesIsCountedAndTheRestOfItsBatchDelivered() throws {
+        let count = 5_000
+        let peer = try KafkaPeer()
+        defer { peer.stop() }
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              in: {type: stdin}
+            sinks:
+              out:
+                type: kafka
+                inputs: [in]
+                bootstrap_servers: ${KAFKA_BROKERS}
+                topic: sized
+                key: .key
+                librdkafka_options: {message.max.bytes: "1000"}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """)
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path], environment: ["KAFKA_BROKERS": peer.brokers])
+        defer { child.killIfRunning() }
+        try child.start()
+        // Every 10th event (n = 9, 19, ...) is about 1,100 bytes; the others about 40.
+        child.feed { chunk in
+            let start = chunk * 1000
+            guard start < count else { return nil }
+            var text = ""
+            for n in start..<start + 1000 {
+                let pad = n % 10 == 9 ? String(repeating: "x", count: 1100) : ""
+                text += #"{"n":\#(n),"key":"k\#(n % 7)","pad":"\#(pad)"}"# + "\n"
+            }
+            return Data(text.utf8)
+        }
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        let sink = try #require(try pipeline.finalComponent("out"))
+        #expect(sink.int("sent_events_total") == count - count / 10)
+        #expect(sink.int("discarded_events_total", "error") == count / 10)
+        #expect(sink.balances)
+        #expect(child.errorText.contains("rejected by librdkafka"))
+        let check = try peer.ask("check sized \(count) 5")
+        #expect(check["distinct"] as? Int == count - count / 10)
+        #expect(check["duplicates"] as? Int == 0)
+        #expect(check["order_violations"] as? Int == 0)
+        #expect(check["missing"] as? [Int] == Array(stride(from: 9, to: 100, by: 10)))
+    }
+
     /// A message that cannot be delivered (no broker answers the sink) is counted under `error`, and the source
     /// never commits past it: the group's offsets stay where they were, so a restart reads it again.
     @Test func aFailedDeliveryIsCountedAndNothingIsCommittedPastIt() throws {

@@ -38,38 +38,46 @@ struct KafkaSink: Sink {
             ]
         }
         var encoder = MessageEncoder(config: config, producer: producer)
+        var messages = KafkaMessages()
+        /// Queues `messages` for `topic`, waiting for deliveries while librdkafka's queue is full.
+        func queue(to topic: KafkaTopic) async {
+            var start = 0
+            // A full queue is tried once more at once (a round may have just ended), then after the next round.
+            var fullAt: Int?
+            while start < messages.count {
+                let queued = producer.produce(messages, from: start, to: topic)
+                for (index, error) in queued.rejected {
+                    ledger.settle(messages.token(at: index), outcome: .unsendable("rejected by librdkafka: \(error)"))
+                }
+                guard let full = queued.queueFullFrom else { break }
+                start = full
+                if let round = fullAt {
+                    queueFullWaits.add(1, ordering: .relaxed)
+                    await ledger.waitForRound(after: round)
+                    fullAt = nil
+                } else {
+                    fullAt = ledger.round
+                }
+            }
+            messages.removeAll()
+        }
         while let batch = await input.next() {
             let sequence = ledger.open(batch)
+            // A run of events for one topic (every event, with a constant topic) is queued in one call.
+            var runTopic: KafkaTopic?
             for index in batch.indices {
                 let token = DeliveryLedger.token(sequence, index)
-                guard let topic = encoder.encode(batch[index]) else {
+                guard let topic = encoder.topic(of: batch[index]) else {
                     ledger.settle(token, outcome: .unsendable(encoder.failure))
                     continue
                 }
-                // A full queue is tried once more at once (a round may have just ended), then after the next round.
-                var fullAt: Int?
-                while true {
-                    let queued = encoder.withMessage { key, value in
-                        producer.produce(to: topic, key: key, value: value, token: token)
-                    }
-                    switch queued {
-                    case .queued:
-                        break
-                    case .queueFull:
-                        if let round = fullAt {
-                            queueFullWaits.add(1, ordering: .relaxed)
-                            await ledger.waitForRound(after: round)
-                            fullAt = nil
-                        } else {
-                            fullAt = ledger.round
-                        }
-                        continue
-                    case .rejected(let error):
-                        ledger.settle(token, outcome: .unsendable("rejected by librdkafka: \(error)"))
-                    }
-                    break
+                if let runTopic, runTopic !== topic { await queue(to: runTopic) }
+                runTopic = topic
+                if !encoder.append(batch[index], token: token, to: &messages) {
+                    ledger.settle(token, outcome: .unsendable(encoder.failure))
                 }
             }
+            if let runTopic { await queue(to: runTopic) }
             ledger.closeOpening()
         }
         await ledger.waitUntilSettled()
@@ -77,7 +85,7 @@ struct KafkaSink: Sink {
     }
 }
 
-/// Turns an event into a message's topic, key and value, reusing its buffers.
+/// Turns an event into a message's topic, key and value.
 private struct MessageEncoder {
     let config: KafkaSinkConfig
     private let producer: KafkaProducer
@@ -85,13 +93,10 @@ private struct MessageEncoder {
     private var constantTopic: KafkaTopic?
     private var topics: [String: KafkaTopic] = [:]
     private var topicBytes: [UInt8] = []
-    private var key: [UInt8] = []
-    private var hasKey = false
-    private var value: [UInt8] = []
     private var keyState: ExpressionState?
     /// The message's text, in the sink's `encoding`.
     private var lines: LineFormat.Encoder
-    /// Why the last ``encode(_:)`` failed.
+    /// Why the last ``topic(of:)`` or ``append(_:token:to:)`` failed.
     private(set) var failure = ""
 
     init(config: KafkaSinkConfig, producer: KafkaProducer) {
@@ -102,39 +107,16 @@ private struct MessageEncoder {
         lines = config.format.encoder()
     }
 
-    /// Encodes `event` and returns its topic; `nil` (with ``failure``) when its topic or key cannot be evaluated.
-    mutating func encode(_ event: Event) -> KafkaTopic? {
-        value.removeAll(keepingCapacity: true)
+    /// The topic `event` goes to; `nil` (with ``failure``) when its template cannot be evaluated.
+    mutating func topic(of event: Event) -> KafkaTopic? {
+        if let constantTopic { return constantTopic }
         do {
-            try lines.append(event, to: &value)
-            value.removeLast()  // the newline a line sink writes
-            let topic: KafkaTopic
-            if let constantTopic {
-                topic = constantTopic
-            } else {
-                topicBytes.removeAll(keepingCapacity: true)
-                try config.topic.render(event, to: &topicBytes)
-                let name = String(decoding: topicBytes, as: UTF8.self)
-                if let known = topics[name] {
-                    topic = known
-                } else {
-                    topic = try producer.topic(name)
-                    topics[name] = topic
-                }
-            }
-            hasKey = false
-            if let expression = config.key {
-                key.removeAll(keepingCapacity: true)
-                switch try expression.evaluate(event, &keyState!) {
-                case .null: break
-                case .string(let text):
-                    key.append(contentsOf: text.utf8)
-                    hasKey = true
-                case let other:
-                    JSONWriter.write(other, to: &key)
-                    hasKey = true
-                }
-            }
+            topicBytes.removeAll(keepingCapacity: true)
+            try config.topic.render(event, to: &topicBytes)
+            let name = String(decoding: topicBytes, as: UTF8.self)
+            if let known = topics[name] { return known }
+            let topic = try producer.topic(name)
+            topics[name] = topic
             return topic
         } catch {
             failure = "\(error)"
@@ -142,10 +124,29 @@ private struct MessageEncoder {
         }
     }
 
-    func withMessage<Result>(_ body: (UnsafeRawBufferPointer?, UnsafeRawBufferPointer) -> Result) -> Result {
-        value.withUnsafeBytes { value in
-            guard hasKey else { return body(nil, value) }
-            return key.withUnsafeBytes { key in body(key, value) }
+    /// Appends `event`'s key and value to `messages`; `false` (with ``failure``, and nothing appended) when the
+    /// key cannot be evaluated or the event encoded.
+    mutating func append(_ event: Event, token: UInt, to messages: inout KafkaMessages) -> Bool {
+        do {
+            try messages.append(token: token) { key in
+                guard let expression = config.key else { return false }
+                switch try expression.evaluate(event, &keyState!) {
+                case .null:
+                    return false
+                case .string(let text):
+                    key.append(contentsOf: text.utf8)
+                case let other:
+                    JSONWriter.write(other, to: &key)
+                }
+                return true
+            } writeValue: { value in
+                try lines.append(event, to: &value)
+                value.removeLast()  // the newline a line sink writes
+            }
+            return true
+        } catch {
+            failure = "\(error)"
+            return false
         }
     }
 }
