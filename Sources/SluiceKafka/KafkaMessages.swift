@@ -17,7 +17,6 @@ public struct KafkaMessages {
     public init() {}
 
     public var count: Int { entries.count }
-    public var isEmpty: Bool { entries.isEmpty }
 
     /// The token the message at `index` was appended with.
     public func token(at index: Int) -> UInt { entries[index].token }
