@@ -9,7 +9,7 @@ import Testing
 /// The HTTP API of a running `sluice run` (the `api` section), checked from outside by independent clients:
 /// Python's http.client and websockets, prometheus_client's parser, promtool, tmux, and the `sluice top` and
 /// `sluice tap` commands.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct APIEndToEndTests {
     /// A simulator through a filter, a map with its own buffer and a value from the environment (a stand-in for a
     /// secret), and a route, into a blackhole.

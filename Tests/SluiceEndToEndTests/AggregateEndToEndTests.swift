@@ -10,7 +10,7 @@ import Testing
 /// Python (`Peers/aggregate_reference.py`): seeded simulator readings, put slightly out of order (within the allowed
 /// lateness), with late copies beyond it, for every window type, every function, an idle flush, the end of input
 /// and a stop in the middle of a window.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct AggregateEndToEndTests {
     static let script = SluiceProcess.repository.appendingPathComponent(
         "Tests/SluiceEndToEndTests/Peers/aggregate_reference.py")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@Suite(.blocking)
 struct CommandLineEndToEndTests {
     @Test func versionHelpAndList() throws {
         #expect(try SluiceProcess.run(["--version"]).output == "sluice 0.1.0\n")

@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// Runs every example in Pipelines/ briefly with the real binary.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct ExamplePipelinesEndToEndTests {
     /// Starts `file`, reads stdout until `enough` says so (bounded), then SIGTERM; returns stdout and the status.
     func runUntil(_ file: String, arguments: [String] = [], enough: (String) -> Bool) throws -> (

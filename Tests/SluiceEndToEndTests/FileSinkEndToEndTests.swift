@@ -8,7 +8,7 @@ import Testing
 
 /// The `file` sink when the disk fills up: it reports the error, counts what it could not write, exits non-zero
 /// and never leaves half an event in the file.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct FileSinkEndToEndTests {
     /// A 256 KiB tmpfs made for the test (the tests run as root in CI), or nil where mounting is not allowed.
     static func smallDisk() -> URL? {

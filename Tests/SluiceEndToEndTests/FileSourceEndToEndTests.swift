@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// The `file` source against real rotations by logrotate, a `kill -9` and restarts.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct FileSourceEndToEndTests {
     static let logrotate = installedTool("/usr/sbin/logrotate", "/usr/bin/logrotate")
 

@@ -84,7 +84,7 @@ struct HostileCase: Sendable {
 
 /// The hostile-input corpus through the real binary: every case ends with exit 0, the good events around the bad
 /// ones delivered in order, and each bad one counted under its cause in the final metrics.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct HostileInputEndToEndTests {
     /// A good event between the cases, so that a case swallowing its neighbour shows.
     static func good(_ index: Int) -> String { #"{"good":\#(index)}"# }

@@ -9,6 +9,7 @@ import Testing
 /// The `kafka` source and sink against librdkafka's mock cluster, hosted, fed and checked by an independent
 /// Python peer (`Peers/kafka_peer.py`), through the real binary.
 @Suite(
+    .blocking,
     .serialized,
     .disabled(
         if: underThreadSanitizer,

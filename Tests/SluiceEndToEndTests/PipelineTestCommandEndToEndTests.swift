@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 /// `sluice test`: the tests inside pipeline files, run by the real binary.
+@Suite(.blocking)
 struct PipelineTestCommandEndToEndTests {
     /// Every example pipeline carries tests, and they pass (CI runs the same command).
     @Test func everyExamplePipelinePassesItsTests() throws {

@@ -4,6 +4,7 @@ import Testing
 /// The README's first command sets up a fresh Debian machine for root (containers and CI, where there is no sudo)
 /// and for a user with sudo. `scripts/install-deps` runs here against stand-ins for `id`, `sudo` and `apt-get` on a
 /// PATH that holds nothing else, so that it neither needs root nor installs anything.
+@Suite(.blocking)
 struct ReadmeCommandsEndToEndTests {
     /// The lines of the README's first `sh` block.
     static func firstCommand() throws -> String {

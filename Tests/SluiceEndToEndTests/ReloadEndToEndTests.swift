@@ -8,6 +8,7 @@ import Testing
 #endif
 
 /// Reloading the pipeline file of a running `sluice run`: SIGHUP, or a change `--watch` sees.
+@Suite(.blocking)
 struct ReloadEndToEndTests {
     static func pipeline(condition: String, extra: String = "") -> String {
         """

@@ -9,6 +9,7 @@ import Testing
 
 /// A reload that gives a running source new options: the source stops and hands its place in its input to one
 /// made from the new options, so that no event is lost or read twice.
+@Suite(.blocking)
 struct SourceReloadEndToEndTests {
     /// The first index whose number is not the index, if any.
     static func firstWrong(_ numbers: [Int]) -> Int? {

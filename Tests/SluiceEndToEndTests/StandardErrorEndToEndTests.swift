@@ -10,6 +10,7 @@ import Testing
 /// Sluice's messages go to standard error from the writer's own thread: a standard error that nobody reads (a full
 /// pipe) never stalls the pipeline, whose tasks share the two threads of Swift's cooperative pool, and the lines
 /// waiting for it are bounded.
+@Suite(.blocking)
 struct StandardErrorEndToEndTests {
     @Test func aStandardErrorNobodyReadsNeverStallsThePipeline() throws {
         // A stderr pipe of one page, already full: the first warning cannot be written until the test reads it.

@@ -9,7 +9,7 @@ import Testing
 /// The runtime support of stateful transforms through the real binary: windows that close on the clock while
 /// events still flow, the final partial window at SIGTERM, the ledger of folded and created events, and the
 /// latest-per-key buffer in front of a slow reader.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct StatefulRuntimeEndToEndTests {
     @Test func processingTimeWindowsCloseOnTheClockAndAStopEmitsThePartialOne() throws {
         let pipeline = try TemporaryPipeline(

@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// Runs the real `sluice` binary with real pipes: stdin in, stdout out, metrics to a file.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct StdinPipelineEndToEndTests {
     static func pipeline(policy: String, maxEvents: Int = 1000, interval: String = "0.5") -> String {
         """
@@ -423,6 +423,7 @@ struct StdinPipelineEndToEndTests {
 }
 
 /// `multiline` on a live pipe: a trace is one event, emitted by the timeout while stdin stays open.
+@Suite(.blocking)
 struct StdinMultilineEndToEndTests {
     @Test func aTraceIsOneEventAndTheTimeoutEmitsTheLastOneWithoutTheNextLine() throws {
         let pipeline = try TemporaryPipeline(

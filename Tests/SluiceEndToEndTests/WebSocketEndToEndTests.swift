@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// The `websocket` source against an independent peer (Python's websockets), through the real binary.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct WebSocketEndToEndTests {
     static func pipeline(url: String, extra: String = "", sink: String = "{type: stdout, inputs: [feed]}") -> String {
         """

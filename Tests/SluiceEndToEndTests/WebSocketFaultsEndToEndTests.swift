@@ -8,7 +8,7 @@ import Testing
 
 /// The `websocket` source against a hostile server (`ws_peer.py hostile`): whatever the server does, Sluice
 /// reports it, retries with backoff, keeps the pipeline alive and never spins a core.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct WebSocketFaultsEndToEndTests {
     struct Fault: Sendable, CustomTestStringConvertible {
         /// The peer's `--behaviour`.

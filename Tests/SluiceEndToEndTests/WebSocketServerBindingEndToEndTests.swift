@@ -9,7 +9,7 @@ import Testing
 /// them, connections to addresses that must be refused (127.0.0.2, which every Linux routes to loopback, the
 /// machine's own non-loopback addresses, the other family's loopback) and to those that must be accepted, and the
 /// address on stderr, which must be the socket's.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct WebSocketServerBindingEndToEndTests {
     /// The machine's addresses that are not loopback, by family (IPv6 without link-local ones).
     static let externalAddresses: (v4: [String], v6: [String]) = {

@@ -12,7 +12,7 @@ import Testing
 /// The peer reads on until the server's close frame, as browsers do. Python websockets' default queue of 32
 /// messages stops reading when it is full, so with a fast stream its close waits behind data already in the TCP
 /// buffers (its close timeout, 10 s, several times over): no server can answer past data it has already sent.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct WebSocketServerCloseEndToEndTests {
     @Test func aClosingClientGetsItsReplyAtOnceUnderAFastStream() throws {
         let pipeline = try TemporaryPipeline(

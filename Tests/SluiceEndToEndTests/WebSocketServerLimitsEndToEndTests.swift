@@ -8,7 +8,7 @@ import Testing
 
 /// The `websocket_server` components against clients that push their luck: every limit a remote peer could
 /// exhaust has a default, is enforced, and is counted.
-@Suite(.serialized)
+@Suite(.serialized, .blocking)
 struct WebSocketServerLimitsEndToEndTests {
     @Test func clientsFramesAndHandshakesAreLimitedAndCounted() throws {
         let pipeline = try TemporaryPipeline(
