@@ -38,6 +38,7 @@ extension WebSocketClient {
         resources.policy.pointee.jitter_percent = 0
         resources.reconnectTimer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
         resources.handshakeTimer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        resources.pausedTimer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
 
         guard let context = lws_create_context(&info) else {
             continuation.yield(.gaveUp("libwebsockets could not create a context"))
@@ -71,10 +72,39 @@ extension WebSocketClient {
         pending.removeAll(keepingCapacity: true)
         let behind = shared.locked { $0.gate.delivered(batch.count) }
         continuation.yield(.messages(batch))
-        if behind, !paused, let wsi {
-            lws_rx_flow_control(wsi, 0)
-            paused = true
-        }
+        guard let wsi else { return }
+        // Data is as good a sign of a live server as a pong: lws counts only pongs, and pings a busy feed otherwise.
+        lws_validity_confirmed(wsi)
+        if behind, !paused { pauseReading(wsi) }
+    }
+
+    /// Stops reading `wsi` while the consumer is behind. The silence that follows is ours, not the server's: lws
+    /// would ping after `ping_interval_secs`, find no pong (it waits unread behind the data in the socket) and hang
+    /// up, losing what was in flight; so the connection is held valid until reading resumes.
+    private func pauseReading(_ wsi: OpaquePointer) {
+        lws_rx_flow_control(wsi, 0)
+        paused = true
+        keepValidWhilePaused()
+    }
+
+    /// Reads `wsi` again; the idle clock starts over from now.
+    private func resumeReading(_ wsi: OpaquePointer) {
+        lws_rx_flow_control(wsi, 1)
+        paused = false
+        lws_validity_confirmed(wsi)
+        if let resources { lws_sul_cancel(sul(resources.pausedTimer)) }
+    }
+
+    /// While reading is paused, confirms the connection now and again before lws would ping it.
+    func keepValidWhilePaused() {
+        guard paused, let wsi, let resources, let context = lws_get_context(wsi) else { return }
+        lws_validity_confirmed(wsi)
+        let silence =
+            options.pingIntervalSecs > 0
+            ? min(options.pingIntervalSecs, options.idleTimeoutSecs) : options.idleTimeoutSecs
+        // Half the silence lws allows before it acts.
+        let period = lws_usec_t(max(1, silence)) * 500_000
+        lws_sul_schedule(context, 0, sul(resources.pausedTimer), pausedTimerFired, period)
     }
 
     // MARK: - Connecting
@@ -153,6 +183,7 @@ extension WebSocketClient {
         endHandshakeWatch()
         wsi = nil
         paused = false
+        if let resources { lws_sul_cancel(sul(resources.pausedTimer)) }
         if shared.locked({ $0.stopRequested }) {
             requestExit(context)
             return
@@ -244,10 +275,7 @@ extension WebSocketClient {
             outbox = options.subscribeMessages
             if !outbox.isEmpty { lws_callback_on_writable(wsi) }
             // Still behind from the last connection: do not read until the consumer catches up.
-            if shared.locked({ $0.gate.paused }), let wsi {
-                lws_rx_flow_control(wsi, 0)
-                paused = true
-            }
+            if shared.locked({ $0.gate.paused }), let wsi { pauseReading(wsi) }
         case LWS_CALLBACK_CLIENT_RECEIVE:
             receive(wsi, input, length)
         case LWS_CALLBACK_CLIENT_WRITEABLE:
@@ -288,8 +316,7 @@ extension WebSocketClient {
             if stop {
                 if let current = self.wsi { lws_callback_on_writable(current) } else { requestExit(context) }
             } else if !stillPaused, paused, let current = self.wsi {
-                lws_rx_flow_control(current, 1)
-                paused = false
+                resumeReading(current)
             }
         default:
             break
@@ -351,6 +378,11 @@ private func reconnectTimerFired(_ sul: UnsafeMutablePointer<lws_sorted_usec_lis
     let client = Unmanaged<WebSocketClient>.fromOpaque(owner).takeUnretainedValue()
     guard let context = client.shared.locked({ $0.context?.pointer }) else { return }
     client.connect(context)
+}
+
+private func pausedTimerFired(_ sul: UnsafeMutablePointer<lws_sorted_usec_list_t>?) {
+    guard let sul, let owner = sluice_lws_timer_owner(sul) else { return }
+    Unmanaged<WebSocketClient>.fromOpaque(owner).takeUnretainedValue().keepValidWhilePaused()
 }
 
 private func handshakeTimerFired(_ sul: UnsafeMutablePointer<lws_sorted_usec_list_t>?) {

@@ -215,6 +215,8 @@ final class LWSResources {
     let reconnectTimer: UnsafeMutablePointer<sluice_lws_timer>
     /// Fires when a connection attempt has not completed its handshake in time.
     let handshakeTimer: UnsafeMutablePointer<sluice_lws_timer>
+    /// Fires now and again while reading is paused, to keep the connection valid.
+    let pausedTimer: UnsafeMutablePointer<sluice_lws_timer>
     let policy: UnsafeMutablePointer<lws_retry_bo_t>
     let retryTable: UnsafeMutablePointer<UInt32>
     var strings: [UnsafeMutablePointer<CChar>] = []
@@ -227,6 +229,8 @@ final class LWSResources {
         reconnectTimer.initialize(to: sluice_lws_timer())
         handshakeTimer = .allocate(capacity: 1)
         handshakeTimer.initialize(to: sluice_lws_timer())
+        pausedTimer = .allocate(capacity: 1)
+        pausedTimer.initialize(to: sluice_lws_timer())
         policy = .allocate(capacity: 1)
         policy.initialize(to: lws_retry_bo_t())
         retryTable = .allocate(capacity: 1)
@@ -244,7 +248,7 @@ final class LWSResources {
         protocols.deinitialize(count: 2)
         protocols.deallocate()
         free(protocolName)
-        for timer in [reconnectTimer, handshakeTimer] {
+        for timer in [reconnectTimer, handshakeTimer, pausedTimer] {
             timer.deinitialize(count: 1)
             timer.deallocate()
         }

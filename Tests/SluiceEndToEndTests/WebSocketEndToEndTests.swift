@@ -33,6 +33,29 @@ struct WebSocketEndToEndTests {
         return Array(String(decoding: output, as: UTF8.self).split(separator: "\n").prefix(lines))
     }
 
+    /// Reads the feed's messages as Sluice prints them (after `output`, read already) until `count` lines came,
+    /// stops the run, and expects `{"n": 0}` to `count - 1`, each once, in order.
+    func expectEveryNumberOnceInOrder(_ child: SluiceProcess, count: Int, after output: Data) throws {
+        var output = output
+        var lines = output.count(where: { $0 == UInt8(ascii: "\n") })
+        while lines < count, let chunk = child.readChunk() {
+            output.append(chunk)
+            lines += chunk.count(where: { $0 == UInt8(ascii: "\n") })
+        }
+        kill(child.process.processIdentifier, SIGTERM)
+        output.append(child.readAllOutput())
+        #expect(child.waitForExit() == 0)
+        let numbers = try String(decoding: output, as: UTF8.self).split(separator: "\n").map {
+            try JSONReader.parse(String($0)).int("n") ?? -1
+        }
+        #expect(numbers.count == count)
+        // Compared apart from #expect, which would print both sequences whole (15 MB of log for a million).
+        let misplaced = numbers.indices.first { numbers[$0] != $0 }
+        #expect(
+            misplaced == nil,
+            "line \(misplaced ?? 0) is \(misplaced.map { numbers[$0] } ?? 0); stderr: \(child.errorText.suffix(1000))")
+    }
+
     @Test func headersAndSubscribeMessagesReachTheServerAndStopClosesWith1000() throws {
         let peer = try WebSocketPeer("feed", ["--messages", "100"])
         defer { peer.stop() }
@@ -297,23 +320,40 @@ struct WebSocketEndToEndTests {
             output.append(chunk)
             usleep(5000)
         }
-        var lines = output.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
-        while lines < count, let chunk = child.readChunk() {
-            output.append(chunk)
-            lines += chunk.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
-        }
-        kill(child.process.processIdentifier, SIGTERM)
-        output.append(child.readAllOutput())
-        #expect(child.waitForExit() == 0)
-        let numbers = try String(decoding: output, as: UTF8.self).split(separator: "\n").map {
-            try JSONReader.parse(String($0)).int("n") ?? -1
-        }
-        #expect(numbers.count == count)
-        #expect(numbers == Array(0..<count))
+        try expectEveryNumberOnceInOrder(child, count: count, after: output)
         let report = try #require(try pipeline.reports().last)
         let rss = try #require(report.int("process", "max_rss_bytes"))
         #expect(underSanitizer || rss < 100 << 20, "peak RSS \(rss)")
         #expect(try pipeline.finalComponent("out")?.int("buffer", "high_water_events") ?? .max <= 1000)
+    }
+
+    /// While a `block` buffer downstream is full the source stops reading the socket. That silence is its own: held
+    /// three times as long as its idle timeout, it neither misses a pong it could not read nor hangs up, and every
+    /// message arrives once, in order. (lws counted only pongs as signs of life: it pinged the paused connection,
+    /// the pong waited unread behind the data, and it hung up, losing what was in flight.)
+    @Test func aPauseForBackpressureLongerThanTheIdleTimeoutLosesNothing() throws {
+        let count = 100_000
+        let peer = try WebSocketPeer("feed", ["--messages", String(count), "--size", "100", "--lifetime", "120"])
+        defer { peer.stop() }
+        let pipeline = try TemporaryPipeline(
+            Self.pipeline(
+                url: "ws://127.0.0.1:\(peer.port)/", extra: "subscribe: [go]\nping_interval_secs: 1\nidle_timeout_secs: 2",
+                sink: "{type: stdout, inputs: [feed], buffer: {max_events: 1000, when_full: block}}"))
+        defer { pipeline.remove() }
+        let child = SluiceProcess(["run", pipeline.path])
+        defer { child.killIfRunning() }
+        try child.start()
+        child.feed { _ in nil }
+        let output = try #require(child.readChunk(limit: 1 << 12))
+        // Nothing is read for 6 s: the pipe, the sink's buffer and the socket fill, and the source stops reading.
+        let stall = ContinuousClock.now
+        usleep(6_000_000)
+        try expectEveryNumberOnceInOrder(child, count: count, after: output)
+        #expect(ContinuousClock.now - stall < .seconds(100))
+        #expect(!child.errorText.contains("reconnecting"), "\(child.errorText)")
+        let sink = try #require(try pipeline.finalComponent("out"))
+        let blocked = try #require(sink["buffer"]?["blocked_secs_total"]?.doubleValue)
+        #expect(blocked > 4, "the source waited \(blocked) s for the sink's buffer")
     }
 
     @Test func theServerSinkServesTwoClientsAndOnlyTheSlowOneLoses() throws {
