@@ -284,8 +284,11 @@ public final class EventBuffer: Sendable {
         let start = MonotonicClock.nanos()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let parked = state.locked { state -> Bool in
-                // Re-check under the lock: the consumer may have made room since `send` looked.
-                guard !state.closed, let max = state.policy.maxEvents, max - state.queue.count < events else {
+                // Re-check under the lock: the consumer may have made room since `send` looked. A producer with
+                // more left than the capacity waits for the buffer to be empty, not for room it can never have
+                // (it would sleep through the consumer's emptying it, and nothing would wake it again).
+                guard !state.closed, let max = state.policy.maxEvents, max - state.queue.count < min(events, max)
+                else {
                     return false
                 }
                 state.producers.append(continuation)

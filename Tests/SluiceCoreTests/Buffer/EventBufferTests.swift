@@ -153,6 +153,41 @@ struct EventBufferTests {
         #expect(taken.allSatisfy { $0.count <= 10 })
     }
 
+    /// A producer with more left than the capacity parks only while the buffer is full. It used to wait for room
+    /// for all it had left, which a buffer smaller than the batch never has: when the consumer emptied the buffer
+    /// between the producer's putting in a part and its parking, nothing woke it again, and the pipeline stood
+    /// still (a `kafka` source's 1,000-event batches into `buffer: {max_events: 100}` did so within seconds).
+    @Test func aProducerWithMoreThanTheCapacityLeftIsNeverLeftWaitingOnAnEmptyBuffer() async {
+        var stalls = 0
+        for _ in 0..<300 {
+            let (buffer, _) = makeBuffer(.block(maxEvents: 10))
+            // The consumer waits first, so that the producer's first part wakes it on the other thread at once.
+            let consumer = Task {
+                var taken = 0
+                var stalled = false
+                reading: while true {
+                    switch await buffer.next(deadlineMillis: WallClock.nowMillis() + 2_000) {
+                    case .events(let batch): taken += batch.count
+                    case .finished: break reading
+                    case .timedOut:
+                        // Stuck: note it, and let the producer go so that the test ends.
+                        stalled = true
+                        buffer.change(to: .unbounded)
+                    }
+                }
+                return (taken, stalled)
+            }
+            for _ in 0..<20 { await Task.yield() }
+            await buffer.send(Self.events(0..<25))
+            buffer.finishProducer()
+            let (taken, stalled) = await consumer.value
+            if stalled { stalls += 1 }
+            #expect(taken == 25)
+            if stalls > 0 { break }
+        }
+        #expect(stalls == 0)
+    }
+
     /// A reload's new policy applies to what is buffered: a smaller `drop_oldest` keeps the newest and counts the
     /// rest, and from then on arrivals follow it.
     @Test func anotherPolicyAppliesToWhatIsBufferedAndWhatComes() async {
