@@ -205,6 +205,10 @@ private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
             } else {
                 rd_kafka_assign(client, list)
             }
+            // librdkafka keeps a partition's pause across its revocation: one paused, taken away and given back
+            // would stay paused, though the owner had resumed everything it owned meanwhile. An assigned partition
+            // starts unpaused (as in Kafka's Java consumer); the owner pauses it again if it must.
+            if let list { rd_kafka_resume_partitions(client, list) }
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             handler?(.revoked(changed))
             if cooperative {

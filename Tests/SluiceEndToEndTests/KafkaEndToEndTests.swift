@@ -1,5 +1,6 @@
 import Foundation
 import SluiceCore
+import SluiceSync
 import Testing
 
 #if canImport(Glibc)
@@ -61,6 +62,13 @@ struct KafkaEndToEndTests {
             return nil
         }
         return components.first { $0["component_id"] == .string(id) }
+    }
+
+    /// What a member of a test was doing, for the message of a wait that failed: its latest report of the source
+    /// and the sink, and the end of its stderr.
+    static func state(of pipeline: TemporaryPipeline, _ child: SluiceProcess) -> String {
+        let components = ["in", "out"].map { id in latest(pipeline, id).map { JSONWriter.string($0) } ?? "no report" }
+        return components.joined(separator: "\n") + "\nstderr: " + child.errorText.suffix(1500)
     }
 
     /// Waits (bounded) until the latest report of `id` satisfies `condition`.
@@ -160,15 +168,19 @@ struct KafkaEndToEndTests {
         // Each gets partitions (4 among 3), then the first is killed once it has copied some. (In a full test run
         // on a busy machine the group's rebalances as members join can take most of a minute: the waits for
         // progress allow five.)
-        for pipeline in pipelines {
-            #expect(Self.waitForReport(pipeline, "in") { ($0.int("partitions_assigned") ?? 0) >= 1 })
+        for (pipeline, child) in zip(pipelines, children) {
+            #expect(
+                Self.waitForReport(pipeline, "in") { ($0.int("partitions_assigned") ?? 0) >= 1 },
+                "\(Self.state(of: pipeline, child))")
         }
         #expect(
-            Self.waitForReport(pipelines[0], "out", seconds: 300) { ($0.int("sent_events_total") ?? 0) >= count / 20 })
+            Self.waitForReport(pipelines[0], "out", seconds: 240) { ($0.int("sent_events_total") ?? 0) >= count / 20 },
+            "\(Self.state(of: pipelines[0], children[0]))")
         let killedRead = Self.latest(pipelines[0], "in")?.int("received_events_total") ?? 0
         kill(children[0].process.processIdentifier, SIGKILL)
         #expect(
-            Self.waitForReport(pipelines[1], "out", seconds: 300) { ($0.int("sent_events_total") ?? 0) >= count / 10 })
+            Self.waitForReport(pipelines[1], "out", seconds: 240) { ($0.int("sent_events_total") ?? 0) >= count / 10 },
+            "\(Self.state(of: pipelines[1], children[1]))")
         kill(children[1].process.processIdentifier, SIGTERM)
         #expect(children[1].waitForExit() == 0)
         #expect(Self.waitForReport(pipelines[2], "in") { $0.int("partitions_assigned") == 32 })
@@ -244,6 +256,67 @@ struct KafkaEndToEndTests {
         let rss = Int(try #require(try pipeline.reports().last?["process"]?["max_rss_bytes"]?.intValue))
         if !underSanitizer { #expect(rss < 160 << 20, "peak RSS \(rss >> 20) MiB with \(count) events waiting") }
         print("kafka backpressure: lag \(lagWhileStalled) while stalled, peak RSS \(rss >> 20) MiB")
+    }
+
+    /// A partition paused for backpressure, taken away by a rebalance and given back once the source reads again,
+    /// is read again. librdkafka keeps a partition's pause across its revocation (Java's consumer does not): the
+    /// source resumed the partitions it still owned, and the one given back stayed paused for ever, its events
+    /// never read. A second member (the peer) visits the group to make the rebalances.
+    @Test func aPartitionGivenBackByARebalanceIsReadAgain() throws {
+        let count = 40_000
+        let peer = try KafkaPeer()
+        defer { peer.stop() }
+        try peer.ask("produce back \(count) 100")
+        let pipeline = try TemporaryPipeline(
+            Self.copyPipeline(
+                group: "back", topics: "back", sink: "type: stdout\ninputs: [in]\nbuffer: {max_events: 100}"))
+        defer { pipeline.remove() }
+        let child = try Self.start(pipeline, peer)
+        defer { child.killIfRunning() }
+        // Nothing is read from stdout yet: the source pauses all four partitions.
+        #expect(
+            Self.waitForReport(pipeline, "in") { $0["paused"] == .bool(true) && $0.int("partitions_assigned") == 4 },
+            "\(Self.state(of: pipeline, child))")
+        // A visitor joins for 10 s: two of them (paused in librdkafka) are taken away.
+        let visited = DispatchSemaphore(value: 0)
+        let answered = Locked(false)
+        Thread.detachNewThread {
+            let answer = try? peer.ask("visit back back 10")
+            answered.locked { $0 = answer?["read"] != nil }
+            visited.signal()
+        }
+        #expect(
+            Self.waitForReport(pipeline, "in") { $0.int("partitions_assigned") == 2 }, "\(Self.state(of: pipeline, child))")
+        // Meanwhile stdout is read to its end: the source resumes the two it kept.
+        let output = Locked(Data())
+        Thread.detachNewThread {
+            while let chunk = child.readChunk() { output.locked { $0.append(chunk) } }
+        }
+        #expect(
+            Self.waitForReport(pipeline, "in") { $0["paused"] == .bool(false) }, "\(Self.state(of: pipeline, child))")
+        // The visitor leaves, and the two come back.
+        #expect(visited.wait(timeout: .now() + 60) == .success)
+        #expect(answered.locked { $0 })
+        #expect(
+            Self.waitForReport(pipeline, "in") { $0.int("partitions_assigned") == 4 }, "\(Self.state(of: pipeline, child))")
+        // Every event comes out, the given-back partitions' included (read again from the last commit).
+        func distinct() -> Int {
+            let text = output.locked { String(decoding: $0, as: UTF8.self) }
+            return Set(
+                text.split(separator: "\n").compactMap { line -> Int? in
+                    guard let n = line.firstRange(of: #""n":"#) else { return nil }
+                    return Int(line[n.upperBound...].prefix { $0.isNumber })
+                }
+            ).count
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while distinct() < count, Date() < deadline { usleep(200_000) }
+        #expect(distinct() == count, "\(Self.state(of: pipeline, child))")
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0)
+        let source = try #require(try pipeline.finalComponent("in"))
+        #expect(source.balances)
+        #expect(source.int("rebalances_total") ?? 0 >= 3)
     }
 
     /// The examples as the README runs them: two `kafka-scale-out.yaml` processes share the readings and write the

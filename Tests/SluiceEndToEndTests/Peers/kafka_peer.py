@@ -19,6 +19,9 @@ test spreads its messages over several topics.
   committed GROUP TOPICS          the group's committed offset per partition of TOPICS, and their sum
   consume TOPICS N                a plain consumer (librdkafka under Python), reading N messages from the start as
                                   fast as it can; answers {"count": n, "seconds": s} (the benchmarks' reference)
+  visit GROUP TOPICS SECS         joins GROUP (cooperative-sticky, as Sluice) for SECS seconds, reading what it is
+                                  given and committing nothing, then leaves: its partitions go back to the others;
+                                  answers {"held": the most partitions it held, "read": messages read}
   down                            (with --controllable) every broker closes its connections and refuses new ones, as
                                   a cluster being restarted does; answers {"down": 3}
   up                              (with --controllable) the brokers accept connections again; answers {"up": 3}
@@ -144,6 +147,23 @@ def committed(group, topics):
     answer({"offsets": offsets, "sum": sum(o for o in offsets.values() if o >= 0)})
 
 
+def visit(group, topics, secs):
+    member = confluent_kafka.Consumer({
+        "bootstrap.servers": brokers, "group.id": group, "auto.offset.reset": "earliest",
+        "enable.auto.commit": False, "partition.assignment.strategy": "cooperative-sticky",
+        # As the tests' Sluice members: the mock cluster times each step of a rebalance by the session timeout of
+        # the member that joined last.
+        "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    member.subscribe(topics)
+    held = read = 0
+    deadline = time.time() + secs
+    while time.time() < deadline:
+        read += sum(1 for m in member.consume(1000, 0.2) if not m.error())
+        held = max(held, len(member.assignment()))
+    member.close()
+    answer({"held": held, "read": read})
+
+
 def consume(topics, count):
     reader = consumer()
     reader.subscribe(topics)
@@ -170,6 +190,8 @@ for line in sys.stdin:
         check(rest[0].split(","), int(rest[1]), *(float(w) for w in rest[2:3]))
     elif command == "committed":
         committed(rest[0], rest[1].split(","))
+    elif command == "visit":
+        visit(rest[0], rest[1].split(","), float(rest[2]))
     elif command == "consume":
         consume(rest[0].split(","), int(rest[1]))
     elif command in ("down", "up") and arguments.controllable:
