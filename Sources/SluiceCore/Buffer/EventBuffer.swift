@@ -306,7 +306,7 @@ public final class EventBuffer: Sendable {
     public enum Read: Sendable {
         /// A batch of up to ``maxBatch`` events.
         case events([Event])
-        /// The deadline passed before any event came.
+        /// The deadline has passed (see ``next(deadlineMillis:)``).
         case timedOut
         /// Every producer has finished and everything was taken.
         case finished
@@ -319,9 +319,10 @@ public final class EventBuffer: Sendable {
         return nil
     }
 
-    /// The next batch, or ``Read/timedOut`` once the wall clock reaches `deadlineMillis` (milliseconds since the
-    /// Unix epoch) with nothing buffered. A deadline costs one timer per wait that actually parks, never one per
-    /// event: while events keep coming, the consumer does not park at all.
+    /// The next batch, or ``Read/timedOut`` once the wall clock has reached `deadlineMillis` (milliseconds since
+    /// the Unix epoch). A deadline that has passed is answered before anything buffered, so that a stateful
+    /// transform closes what time has closed before it takes later events. A deadline costs one timer per wait
+    /// that actually parks, never one per event: while events keep coming, the consumer does not park at all.
     public func next(deadlineMillis: Int64?) async -> Read {
         while true {
             if let deadlineMillis, deadlineMillis <= WallClock.nowMillis() { return .timedOut }
