@@ -288,6 +288,8 @@ protocol FieldSource {
     func lookup(_ steps: [PathStep]) -> JSONValue?
     /// See ``Event/withPlainString(_:_:)``.
     func withPlainString<Result>(_ locator: inout FieldLocator, _ body: (UnsafeRawBufferPointer) -> Result) -> Result?
+    /// Calls `body` with the source as an event, which the numeric program reads.
+    func withEvent<Result>(_ body: (Event) -> Result) -> Result
 }
 
 extension JSONValue: FieldSource {
@@ -303,10 +305,14 @@ extension JSONValue: FieldSource {
     { nil }
 
     func lookup(_ steps: [PathStep]) -> JSONValue? { Evaluator.lookup(steps, in: self) }
+
+    func withEvent<Result>(_ body: (Event) -> Result) -> Result { body(Event(self)) }
 }
 
 extension Event: FieldSource {
     func field(_ locator: inout FieldLocator) -> JSONValue? { lookup(&locator) }
+
+    func withEvent<Result>(_ body: (Event) -> Result) -> Result { body(self) }
 }
 
 extension ExpressionProgram {
@@ -314,7 +320,9 @@ extension ExpressionProgram {
     func run<Source: FieldSource>(_ source: Source, _ state: inout ExpressionState) throws(EvaluationError)
         -> JSONValue
     {
-        if let numeric, let value = numeric.run(source, &state, patterns: patterns) { return value }
+        // Called through the optional where it is: `if let` would copy the program, and so retain and release
+        // its closures' context, at every event.
+        if numeric != nil, let value = source.withEvent({ numeric?.run($0, &state) ?? nil }) { return value }
         return try runGeneral(source, &state)
     }
 
