@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
 /// A top-level field name prepared for reading it from event after event: its bytes and key-signature hash,
 /// computed once, and the offset where it was found in the last event's text, tried first in the next. Machine-
 /// written events put a field at the same offset line after line, so a stage that reads a field from every event
@@ -11,6 +15,8 @@ package struct FieldLocator: Sendable {
     let hash: UInt64
     /// True when canonical text writes the name as its bytes (ASCII needing no escape).
     let isPlain: Bool
+    /// `"name":`, compared at an offset of flat text in one or two loads.
+    let pattern: KeyPattern
     /// Where the name's bytes started in the last event's text (0: not known yet).
     var hint = 0
     /// For times: the first 16 bytes (`YYYY-MM-DDTHH:MM`) of the last RFC 3339 time read, and that minute in epoch
@@ -23,12 +29,65 @@ package struct FieldLocator: Sendable {
         key = Array(name.utf8)
         isPlain = key.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }
         hash = key.withUnsafeBufferPointer { KeySignature.hash($0) }
+        pattern = KeyPattern(key)
     }
 
     /// A locator for `steps` when they are a single key; `nil` for anything else.
     package init?(_ steps: [PathStep]?) {
         guard let steps, steps.count == 1, case .key(let name) = steps[0] else { return nil }
         self.init(name)
+    }
+}
+
+/// A key as flat text writes it, quotes and colon included (`"name":`), in words, so that it is compared where a
+/// field is expected in one or two eight-byte loads rather than by a call to `memcmp`: most keys are under sixteen
+/// bytes with the three around them, and the check is made for every field read. Plain values only, so that
+/// reading it from a locator copies no reference.
+struct KeyPattern: Sendable {
+    /// The first eight bytes (those there are, under a mask, when it is shorter) and the last eight, which overlap
+    /// the first under sixteen.
+    private let head: UInt64
+    private let mask: UInt64
+    private let tail: UInt64
+    /// The pattern's length.
+    let count: Int
+
+    init(_ key: [UInt8]) {
+        let bytes = [UInt8(ascii: "\"")] + key + [UInt8(ascii: "\""), UInt8(ascii: ":")]
+        count = bytes.count
+        // Loaded from bytes as the text will be, so that the words compare in whatever byte order the machine has.
+        func word(_ source: [UInt8], from: Int) -> UInt64 {
+            var padded = [UInt8](repeating: 0, count: 8)
+            for offset in 0..<8 where from + offset < source.count { padded[offset] = source[from + offset] }
+            return padded.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+        }
+        head = word(bytes, from: 0)
+        mask = word([UInt8](repeating: 0xFF, count: min(8, bytes.count)), from: 0)
+        tail = word(bytes, from: max(0, bytes.count - 8))
+    }
+
+    /// Whether the pattern starts at `start` in text that ends at `end`; `nil` when loads cannot tell (a pattern
+    /// over sixteen bytes, or under eight bytes of text left).
+    @inline(__always)
+    func isAt(_ start: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>) -> Bool? {
+        let available = end - start
+        guard available >= count else { return false }
+        guard available >= 8, count <= 16 else { return nil }
+        let raw = UnsafeRawPointer(start)
+        guard raw.loadUnaligned(as: UInt64.self) & mask == head else { return false }
+        return count <= 8 || raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self) == tail
+    }
+}
+
+extension FieldLocator {
+    /// True when `"name":` is at `at - 1` in flat text after `{` or `,` (the name at `at`); `at` is at least 2.
+    @inline(__always)
+    func isKey(at: Int, in base: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>) -> Bool {
+        guard base[at - 2] == UInt8(ascii: ",") || base[at - 2] == UInt8(ascii: "{") else { return false }
+        if let found = pattern.isAt(base + at - 1, end: end) { return found }
+        return base[at - 1] == UInt8(ascii: "\"") && base[at + key.count] == UInt8(ascii: "\"")
+            && base[at + key.count + 1] == UInt8(ascii: ":")
+            && key.withUnsafeBufferPointer { memcmp(base + at, $0.baseAddress!, $0.count) == 0 }
     }
 }
 

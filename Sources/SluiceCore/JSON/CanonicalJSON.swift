@@ -593,18 +593,10 @@ enum CanonicalJSON {
     private static func flatValueStart(
         _ key: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>, from start: Int = 2
     ) -> Int? {
-        guard let needle = key.baseAddress, !key.isEmpty, let base = text.baseAddress else { return nil }
-        let first = Int32(needle.pointee)
-        var from = max(2, start)
-        // `"key":` needs the key, a quote before it and `":` after it.
-        while text.count - from >= key.count + 2 {
-            guard let hit = memchr(base + from, first, text.count - from - key.count - 1) else { break }
-            let at = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
-            // `from >= 2` and memchr's length keep `at - 2` and `at + key.count + 1` inside the text.
-            if isFlatKey(key, at: at, in: base) { return at + key.count + 2 }
-            from = at + 1
+        guard let needle = key.baseAddress, !key.isEmpty else { return nil }
+        return flatValueStart(first: needle.pointee, count: key.count, in: text, from: start) { at, base in
+            isFlatKey(key, at: at, in: base)
         }
-        return start > 2 ? flatValueStart(key, in: text) : nil
     }
 
     /// True when `"key":` is at `at - 1` in flat text after `{` or `,`; the caller has checked that those bytes
@@ -617,6 +609,31 @@ enum CanonicalJSON {
             && memcmp(base + at, key.baseAddress!, key.count) == 0
     }
 
+    /// The search of ``flatValueStart(_:in:from:)`` for a key of `count` bytes starting with `first`, where
+    /// `isKey(at, base)` says whether `"key":` is at `at - 1` after `{` or `,` (`at - 2` and `at + count + 1` are
+    /// inside the text when it is called).
+    @inline(__always)
+    private static func flatValueStart(
+        first: UInt8, count: Int, in text: UnsafeBufferPointer<UInt8>, from start: Int,
+        isKey: (Int, UnsafePointer<UInt8>) -> Bool
+    ) -> Int? {
+        guard let base = text.baseAddress else { return nil }
+        var from = max(2, start)
+        for _ in 0..<2 {
+            // `"key":` needs the key, a quote before it and `":` after it.
+            while text.count - from >= count + 2 {
+                guard let hit = memchr(base + from, Int32(first), text.count - from - count - 1) else { break }
+                let at = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
+                // `from >= 2` and memchr's length keep `at - 2` and `at + count + 1` inside the text.
+                if isKey(at, base) { return at + count + 2 }
+                from = at + 1
+            }
+            // Not after the hint: from the start, once.
+            guard start > 2 else { return nil }
+            from = 2
+        }
+        return nil
+    }
     /// The value of `key` in flat text; `.unsupported` for the empty key, which the search cannot look for.
     private static func flatField(_ key: UnsafeBufferPointer<UInt8>, in text: UnsafeBufferPointer<UInt8>) -> Lookup {
         guard !key.isEmpty else { return .unsupported }
@@ -668,15 +685,19 @@ enum CanonicalJSON {
     /// Where the value of the top-level field `locator` names starts in flat text, tried first at the offset where
     /// the field was in the last event; remembers where it is now.
     private static func flatValueStart(_ locator: inout FieldLocator, in text: UnsafeBufferPointer<UInt8>) -> Int? {
-        locator.key.withUnsafeBufferPointer { key -> Int? in
-            guard let base = text.baseAddress else { return nil }
-            let at = locator.hint
-            if at >= 2, at + key.count + 2 <= text.count, isFlatKey(key, at: at, in: base) { return at + key.count + 2 }
-            // Where the field moved, it moved by the lengths of the values before it: a few bytes, mostly.
-            guard let start = flatValueStart(key, in: text, from: at - Self.hintSlack) else { return nil }
-            locator.hint = start - key.count - 2
-            return start
-        }
+        guard let base = text.baseAddress, let first = locator.key.first else { return nil }
+        let end = base + text.count
+        let count = locator.key.count
+        let at = locator.hint
+        if at >= 2, at + count + 2 <= text.count, locator.isKey(at: at, in: base, end: end) { return at + count + 2 }
+        // Where the field moved, it moved by the lengths of the values before it: a few bytes, mostly.
+        guard
+            let start = flatValueStart(
+                first: first, count: count, in: text, from: at - Self.hintSlack,
+                isKey: { at, base in locator.isKey(at: at, in: base, end: end) })
+        else { return nil }
+        locator.hint = start - count - 2
+        return start
     }
 
     /// The value of `key` in the object starting at `start`, whose keys are in `keys`.

@@ -30,6 +30,34 @@ struct FieldLocatorTests {
         }
     }
 
+    /// A key is compared where it is expected in one or two eight-byte loads: keys of every length from 1 to 24
+    /// bytes (under, at and over eight and sixteen with their quotes and colon), first, in the middle and last in
+    /// flat text (where fewer than eight bytes follow), beside keys that differ from them in one byte at any place,
+    /// one byte longer or shorter, read what a full lookup reads.
+    @Test func keysOfEveryLengthAreReadWhereverTheyStand() {
+        for length in 1...24 {
+            let key = String(decoding: (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }, as: UTF8.self)
+            var decoys = [key + "x", "x" + key, String(key.dropLast())].filter { !$0.isEmpty }
+            for position in 0..<length {
+                var bytes = Array(key.utf8)
+                bytes[position] = UInt8(ascii: "Z")
+                decoys.append(String(decoding: bytes, as: UTF8.self))
+            }
+            var locator = FieldLocator(key)
+            for decoy in decoys {
+                for text in [
+                    #"{"\#(key)":1,"\#(decoy)":2}"#, #"{"\#(decoy)":2,"\#(key)":3}"#, #"{"\#(decoy)":2}"#,
+                    #"{"n":0,"\#(key)":4.5,"m":5}"#, #"{"\#(key)":6}"#, #"{"\#(decoy)":7,"\#(key)":true}"#,
+                ] {
+                    let event = Self.event(text)
+                    let expected = event.lookup([.key(key)])
+                    #expect(event.lookup(&locator) == expected, "\(key) in \(text)")
+                    #expect(event.scalar(&locator) == expected.flatMap(Scalar.init), "\(key) in \(text)")
+                }
+            }
+        }
+    }
+
     @Test func timesInTheSameMinuteAndAcrossMinutesReadAlike() {
         var locator = FieldLocator("ts")
         var generator = SplitMix64(seed: 4)
