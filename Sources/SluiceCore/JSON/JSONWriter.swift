@@ -151,29 +151,86 @@ public enum JSONWriter {
 
     /// The decimal `digits / 10^fractionDigits` with the fewest fraction digits that reads back as `magnitude`, when
     /// that is what `description` writes: for magnitudes from 10^-4 (below, it writes an exponent) to 10^9, and
-    /// only while 10^-fractionDigits exceeds the spacing of doubles there, so that one decimal at most reads back as
-    /// `magnitude` and the shortest is also the closest. `nil` otherwise, and the caller asks `description`.
+    /// when that decimal has at most 15 significant digits. `nil` otherwise, and the caller asks `description`
+    /// (whose 16 and 17 digit forms, where two decimals of that length may read back alike, it alone chooses).
     ///
     /// A candidate, an integer below 2^53, is checked by dividing it by an exact power of ten: one correctly rounded
-    /// operation, so the result is the double the decimal reads as (Clinger's fast path). The candidate is the
-    /// product `magnitude * 10^k` rounded, which may be a neighbour of the right integer; then a longer decimal is
-    /// found, the right one with a zero appended (the only one at that length), and a last fraction digit of zero
-    /// sends the value to `description`. `DoubleWritingTests` checks this against `description` on 600,000 values.
+    /// operation, so the result is the double the decimal reads as (Clinger's fast path). Up to two fraction digits
+    /// are tried first, as most readings have; then one check settles the rest: at most one decimal of 15 significant
+    /// digits reads back as a given double (DBL_DIG), so when the candidate of that length does, the shortest is it
+    /// without its trailing zeros, and when it does not, no shorter one does either (it would be the same decimal
+    /// with zeros appended). A candidate that is a neighbour of the right integer (the product is rounded) fails the
+    /// check, and the caller asks `description`. `DoubleWritingTests` checks this against `description` on 600,000
+    /// values.
     package static func shortDecimal(_ magnitude: Double) -> (digits: UInt64, fractionDigits: Int)? {
         guard magnitude >= 1e-4, magnitude < 1e9 else { return nil }
-        let spacing = magnitude.ulp
         var scale = 1.0
-        for fractionDigits in 0...15 {
-            guard scale * spacing < 1 else { return nil }
-            let scaled = magnitude * scale + 0.5
-            guard scaled < 9e15 else { return nil }
-            let candidate = UInt64(scaled)
+        for fractionDigits in 0...2 {
+            let candidate = UInt64(magnitude * scale + 0.5)
             if Double(candidate) / scale == magnitude {
                 return fractionDigits > 0 && candidate % 10 == 0 ? nil : (candidate, fractionDigits)
             }
             scale *= 10
         }
-        return nil
+        // 15 significant digits: 14 after the first, whose place the decade gives. 2^e lies in decade
+        // floor(e log10 2) (1233 / 4096 is log10 2 to four places), and the magnitude there or in the next.
+        var decade = (magnitude.exponent * 1233) >> 12
+        if magnitude >= decadeStart(decade + 1) { decade += 1 }
+        var fractionDigits = 14 - decade
+        let power = exactPowerOfTen(fractionDigits)
+        let candidate = UInt64(magnitude * power + 0.5)
+        // Over 15 digits (where a rounded product reached the next decade): not for this check.
+        guard candidate < 1_000_000_000_000_000, Double(candidate) / power == magnitude else { return nil }
+        // The trailing zeros, taken off 8, 4, 2 and 1 at a time: once each, in this order, takes off any number.
+        var digits = candidate
+        if fractionDigits >= 8, digits % 100_000_000 == 0 { (digits, fractionDigits) = (digits / 100_000_000, fractionDigits - 8) }
+        if fractionDigits >= 4, digits % 10_000 == 0 { (digits, fractionDigits) = (digits / 10_000, fractionDigits - 4) }
+        if fractionDigits >= 2, digits % 100 == 0 { (digits, fractionDigits) = (digits / 100, fractionDigits - 2) }
+        if fractionDigits >= 1, digits % 10 == 0 { (digits, fractionDigits) = (digits / 10, fractionDigits - 1) }
+        return (digits, fractionDigits)
+    }
+
+    /// 10^k for k from -4 to 9, the nearest doubles (each at or above the power, so no double below it is in its
+    /// decade): where decade k starts. Literals, not a table, so that reading one is a constant.
+    @inline(__always)
+    private static func decadeStart(_ k: Int) -> Double {
+        switch k {
+        case ...(-4): 1e-4
+        case -3: 1e-3
+        case -2: 1e-2
+        case -1: 1e-1
+        case 0: 1
+        case 1: 1e1
+        case 2: 1e2
+        case 3: 1e3
+        case 4: 1e4
+        case 5: 1e5
+        case 6: 1e6
+        case 7: 1e7
+        case 8: 1e8
+        default: 1e9
+        }
+    }
+
+    /// 10^k for k from 5 to 18, each exact in a double.
+    @inline(__always)
+    private static func exactPowerOfTen(_ k: Int) -> Double {
+        switch k {
+        case ...5: 1e5
+        case 6: 1e6
+        case 7: 1e7
+        case 8: 1e8
+        case 9: 1e9
+        case 10: 1e10
+        case 11: 1e11
+        case 12: 1e12
+        case 13: 1e13
+        case 14: 1e14
+        case 15: 1e15
+        case 16: 1e16
+        case 17: 1e17
+        default: 1e18
+        }
     }
 
     private static func append(_ text: StaticString, to output: inout [UInt8]) {

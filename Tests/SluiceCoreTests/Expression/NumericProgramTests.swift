@@ -88,4 +88,30 @@ struct DoubleWritingTests {
         }
         #expect(shortcuts > 200_000, "the shortcut wrote \(shortcuts) of \(values.count)")
     }
+
+    /// Every double whose shortest form has at most 15 significant digits, in every decade the shortcut covers,
+    /// takes it and is written as `description` writes it; so are the decades' first doubles and their neighbours.
+    @Test func decimalsOfUpTo15DigitsTakeTheShortcutInEveryDecade() {
+        var generator = SplitMix64(seed: 37)
+        var values: [Double] = []
+        for decade in -4...8 {
+            let start = Double("1e\(decade)")!
+            values += [start, start.nextDown, start.nextUp]
+        }
+        for _ in 0..<100_000 {
+            let digits = Int(generator.next() % 15) + 1
+            var text = String(generator.next() % 9 + 1)
+            for _ in 1..<digits { text += String(generator.next() % 10) }
+            let decade = Int(generator.next() % 13) - 4
+            // `d.ddd…e<decade>` read back: a double whose shortest form is those digits (or fewer, for zeros).
+            let value = Double(text.prefix(1) + "." + text.dropFirst() + "e\(decade)")!
+            values.append(value)
+            #expect(JSONWriter.shortDecimal(value) != nil, "\(value) took no shortcut")
+        }
+        for value in values {
+            var bytes: [UInt8] = []
+            JSONWriter.write(.double(value), to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == value.description)
+        }
+    }
 }
