@@ -902,10 +902,10 @@ enum CanonicalJSON {
         return body
     }
 
-    /// 10^exponent for 0 through 15, each exact in a double (a switch: a static table is reached through a
-    /// once-guard at every read).
+    /// 10^exponent for 0 through 18, each exact in a double (a switch: a static table is reached through a
+    /// once-guard at every read). The number reader and ``JSONWriter`` use it.
     @inline(__always)
-    private static func powerOfTen(_ exponent: Int) -> Double {
+    static func powerOfTen(_ exponent: Int) -> Double {
         switch exponent {
         case 0: 1
         case 1: 10
@@ -922,7 +922,10 @@ enum CanonicalJSON {
         case 12: 1e12
         case 13: 1e13
         case 14: 1e14
-        default: 1e15
+        case 15: 1e15
+        case 16: 1e16
+        case 17: 1e17
+        default: 1e18
         }
     }
 

@@ -177,7 +177,7 @@ public enum JSONWriter {
         var decade = (magnitude.exponent * 1233) >> 12
         if magnitude >= decadeStart(decade + 1) { decade += 1 }
         var fractionDigits = 14 - decade
-        let power = exactPowerOfTen(fractionDigits)
+        let power = CanonicalJSON.powerOfTen(fractionDigits)
         let candidate = UInt64(magnitude * power + 0.5)
         // Over 15 digits (where a rounded product reached the next decade): not for this check.
         guard candidate < 1_000_000_000_000_000, Double(candidate) / power == magnitude else { return nil }
@@ -209,27 +209,6 @@ public enum JSONWriter {
         case 7: 1e7
         case 8: 1e8
         default: 1e9
-        }
-    }
-
-    /// 10^k for k from 5 to 18, each exact in a double.
-    @inline(__always)
-    private static func exactPowerOfTen(_ k: Int) -> Double {
-        switch k {
-        case ...5: 1e5
-        case 6: 1e6
-        case 7: 1e7
-        case 8: 1e8
-        case 9: 1e9
-        case 10: 1e10
-        case 11: 1e11
-        case 12: 1e12
-        case 13: 1e13
-        case 14: 1e14
-        case 15: 1e15
-        case 16: 1e16
-        case 17: 1e17
-        default: 1e18
         }
     }
 
