@@ -23,13 +23,15 @@ struct KeyFingerprint: Hashable, Sendable {
 }
 
 /// Reads the key of events under a list of expressions: each value as JSON text (straight from the event's text
-/// for a top-level field, found where it was in the last event), a newline after each (which JSON text never holds
-/// raw), so that equal keys are equal bytes, and returns their fingerprint. `dedupe`, `throttle` and `sample` key
-/// on it without making a value or an allocation per event.
+/// for a top-level field, found where it was in the last event) followed by a newline (which JSON text never holds
+/// raw), so that equal values are equal bytes, hashed where it lies; the values' hashes folded in order give the
+/// fingerprint (one value's are the fingerprint). `dedupe`, `throttle`, `sample` and the aggregate's groups key on
+/// it without making a value, a copy or an allocation per event.
 struct KeyReader: Sendable {
     private let expressions: [Expression]
     private var locators: [FieldLocator?]
     private var states: [ExpressionState]
+    /// A value written out where it could not be read in place (a parsed event, a path below the top).
     private var bytes: [UInt8] = []
 
     init(_ expressions: [Expression]) {
@@ -41,22 +43,29 @@ struct KeyReader: Sendable {
 
     /// The fingerprint of `event`'s key.
     mutating func read(_ event: borrowing Event) throws(EvaluationError) -> KeyFingerprint {
-        // One top-level field, the commonest key: hashed where it lies in the event's text.
-        if expressions.count == 1, locators[0] != nil,
-            let (hash, check) = event.valueTextHashes(
-                &locators[0]!, followedBy: UInt8(ascii: "\n"), secondSeed: KeyFingerprint.secondSeed)
-        {
+        if expressions.count == 1 {
+            let (hash, check) = try valueHashes(0, of: event)
             return KeyFingerprint(hash: hash, check: check)
         }
-        bytes.removeAll(keepingCapacity: true)
-        for index in expressions.indices {
-            if locators[index] != nil, event.appendValueText(&locators[index]!, to: &bytes) {
-            } else {
-                JSONWriter.write(try expressions[index].evaluate(event, &states[index]), to: &bytes)
-            }
-            bytes.append(UInt8(ascii: "\n"))
+        var state = StableHash.sequenceSeed
+        for index in expressions.indices { state = StableHash.fold(state, try valueHashes(index, of: event)) }
+        return KeyFingerprint(hash: state.0, check: state.1)
+    }
+
+    /// The hashes of value `index` of `event`'s key as text, with its newline.
+    private mutating func valueHashes(_ index: Int, of event: borrowing Event) throws(EvaluationError) -> (UInt64, UInt64)
+    {
+        // A top-level field, the commonest key: hashed where it lies in the event's text.
+        if locators[index] != nil,
+            let hashes = event.valueTextHashes(
+                &locators[index]!, followedBy: UInt8(ascii: "\n"), secondSeed: KeyFingerprint.secondSeed)
+        {
+            return hashes
         }
-        return bytes.withUnsafeBytes { KeyFingerprint($0) }
+        bytes.removeAll(keepingCapacity: true)
+        JSONWriter.write(try expressions[index].evaluate(event, &states[index]), to: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes.withUnsafeBytes { StableHash.pair($0, secondSeed: KeyFingerprint.secondSeed) }
     }
 }
 

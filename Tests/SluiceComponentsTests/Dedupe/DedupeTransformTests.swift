@@ -52,6 +52,24 @@ struct DedupeTransformTests {
         #expect(dedupe.state?.size == 2)
     }
 
+    /// A key is the same key however its values are read: in place from an event's text (flat, or not flat), or
+    /// evaluated from a parsed event or below the top level. The order of the values counts, and a missing value
+    /// is null.
+    @Test func aKeyIsTheSameKeyHoweverItsValuesAreRead() throws {
+        for (fields, place) in [("[.device, .seq]", JSONValue.string("Oslo")), ("[.device, .seq, .place.city]", ["city": "Oslo"])]
+        {
+            var dedupe = try TransformHarness.make("dedupe", "{fields: \(fields)}")
+            let first: JSONValue = ["device": "a", "seq": 1, "place": place]
+            let swapped: JSONValue = ["device": 1, "seq": "a", "place": place]
+            let noSeq: JSONValue = ["device": "a", "place": place]
+            let nullSeq: JSONValue = ["device": "a", "seq": .null, "place": place]
+            #expect(TransformHarness.process(&dedupe, [first, swapped, noSeq], at: 0, asText: true).0.count == 3)
+            let (kept, pass) = TransformHarness.process(&dedupe, [nullSeq, swapped, first], at: 1, asText: false)
+            #expect(kept == [], "\(fields)")
+            #expect(pass.discards[.duplicate] == 3)
+        }
+    }
+
     /// Past 16,384 keys the transform reads a batch's table slots ahead (``RecentKeys/warm(_:forgetting:)``): the
     /// events kept must still be exactly those of an LRU cache, here a model kept by last use in a heap, on 60,000
     /// seeded events over 30,000 keys with a limit of 20,000.
