@@ -144,6 +144,50 @@ extension Event {
         } ?? nil
     }
 
+    /// Whether the field `locator` names is null or missing (what `== null` asks), read in place from the event's
+    /// text; `nil` where the text cannot say this way, and the caller evaluates the field.
+    package func isNullOrMissing(_ locator: inout FieldLocator) -> Bool? {
+        guard isText, locator.isPlain else { return lookup(locator.steps).map { $0 == .null } ?? true }
+        return withText { text, keys, flat -> Bool? in
+            switch CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) {
+            case .missing: return true
+            // The only value of canonical text that starts with `n` is `null`.
+            case .found(let range): return text[range.lowerBound] == UInt8(ascii: "n")
+            case .unsupported: return nil
+            }
+        } ?? nil
+    }
+
+    /// Whether the field `locator` names is the string `literal` (ASCII), as `==` compares strings: by canonical
+    /// equivalence, which for two byte strings of which one is ASCII is byte equality unless the other holds a
+    /// byte over 127 (U+212A KELVIN SIGN equals `K`). Read in place from the event's text; `nil` where it cannot say
+    /// this way (an escaped string, or unequal bytes over 127), and the caller evaluates the field. A field that is
+    /// missing or not a string is not equal to any string.
+    package func equalsASCII(_ locator: inout FieldLocator, _ literal: UnsafeBufferPointer<UInt8>, _ string: String)
+        -> Bool?
+    {
+        guard isText, locator.isPlain else {
+            guard case .string(let value)? = lookup(locator.steps) else { return false }
+            return value == string
+        }
+        return withText { text, keys, flat -> Bool? in
+            switch CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) {
+            case .missing: return false
+            case .unsupported: return nil
+            case .found(let range):
+                let value = UnsafeBufferPointer(rebasing: text[range])
+                guard value[0] == UInt8(ascii: "\"") else { return false }
+                guard let contents = CanonicalJSON.plainContents(of: value, flat: flat) else { return nil }
+                if contents.count == literal.count,
+                    literal.isEmpty || memcmp(contents.baseAddress!, literal.baseAddress!, literal.count) == 0
+                {
+                    return true
+                }
+                return contents.allSatisfy { $0 < 0x80 } ? false : nil
+            }
+        } ?? nil
+    }
+
     /// Appends the JSON text of the field `locator` names (`null` when it is missing) to `bytes`, straight from the
     /// event's text; false, appending nothing, for a parsed event or a name text cannot hold as it is.
     package func appendValueText(_ locator: inout FieldLocator, to bytes: inout [UInt8]) -> Bool {

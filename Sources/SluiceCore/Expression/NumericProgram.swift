@@ -115,6 +115,10 @@ struct NumericProgram: Sendable {
                     guard let x = a(event, &state), let y = b(event, &state) else { return nil }
                     return NumericProgram.arithmetic(op, x, y)
                 }
+            case .compare(let op, .path(let steps), .literal(let literal)) where op == .equal || op == .notEqual:
+                return equality(op == .equal, steps, literal)
+            case .compare(let op, .literal(let literal), .path(let steps)) where op == .equal || op == .notEqual:
+                return equality(op == .equal, steps, literal)
             case .compare(let op, .path(let steps), .literal(let literal)):
                 // The commonest condition, a field against a literal, in one closure.
                 guard let constant = Scalar(literal) else { return nil }
@@ -173,6 +177,31 @@ struct NumericProgram: Sendable {
                 }
             case .array, .contains, .exists, .regex, .parseTime:
                 return nil
+            }
+        }
+
+        /// `==` (`equal`) or `!=` of a top-level field and a literal: a number or boolean as any comparison, and also
+        /// `null` and a string of ASCII, tested in place in the event's text (so `.level == "error"` and
+        /// `.temperature != null` make no value).
+        mutating func equality(_ equal: Bool, _ steps: [PathStep], _ literal: JSONValue) -> Code? {
+            switch literal {
+            case .null:
+                guard let slot = slot(steps) else { return nil }
+                return { event, state in event.isNullOrMissing(&state.locators[slot]).map { .bool($0 == equal) } }
+            case .string(let string):
+                let bytes = Array(string.utf8)
+                guard bytes.allSatisfy({ $0 < 0x80 }), let slot = slot(steps) else { return nil }
+                return { event, state in
+                    bytes.withUnsafeBufferPointer { bytes in
+                        event.equalsASCII(&state.locators[slot], bytes, string).map { .bool($0 == equal) }
+                    }
+                }
+            default:
+                guard let constant = Scalar(literal), let slot = slot(steps) else { return nil }
+                return { event, state in
+                    guard let value = event.scalar(&state.locators[slot]) else { return nil }
+                    return .bool(NumericProgram.compare(equal ? .equal : .notEqual, value, constant))
+                }
             }
         }
 
