@@ -156,12 +156,21 @@ def visit(group, topics, secs):
         "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
     member.subscribe(topics)
     held = read = 0
+    failures = []
     deadline = time.time() + secs
     while time.time() < deadline:
-        read += sum(1 for m in member.consume(1000, 0.2) if not m.error())
-        held = max(held, len(member.assignment()))
-    member.close()
-    answer({"held": held, "read": read})
+        try:
+            read += sum(1 for m in member.consume(1000, 0.2) if not m.error())
+            held = max(held, len(member.assignment()))
+        except confluent_kafka.KafkaException as error:
+            # A call can fail while the group rebalances; the member stays in the group until its time is up.
+            failures.append(str(error))
+            time.sleep(0.1)
+    try:
+        member.close()
+    except confluent_kafka.KafkaException as error:
+        failures.append(f"close: {error}")
+    answer({"held": held, "read": read, "failures": failures[:5]})
 
 
 def consume(topics, count):
@@ -179,11 +188,7 @@ def consume(topics, count):
     reader.close()
 
 
-for line in sys.stdin:
-    words = line.split()
-    if not words:
-        continue
-    command, rest = words[0], words[1:]
+def serve(command, rest):
     if command == "produce":
         produce(rest[0].split(","), int(rest[1]), *(int(w) for w in rest[2:4]))
     elif command == "check":
@@ -197,9 +202,20 @@ for line in sys.stdin:
     elif command in ("down", "up") and arguments.controllable:
         change = rdkafka.rd_kafka_mock_broker_set_down if command == "down" else rdkafka.rd_kafka_mock_broker_set_up
         answer({command: sum(1 for broker in BROKER_IDS if change(mock, broker) == 0)})
-    elif command == "quit":
-        break
     else:
         answer({"error": f"unknown command {command}"})
+
+
+for line in sys.stdin:
+    words = line.split()
+    if not words:
+        continue
+    if words[0] == "quit":
+        break
+    try:
+        serve(words[0], words[1:])
+    except Exception as error:
+        # A command that fails is answered, and the cluster lives on for the test's next command.
+        answer({"error": f"{words[0]}: {type(error).__name__}: {error}"})
 sys.stdout.flush()
 __import__("os")._exit(0)
