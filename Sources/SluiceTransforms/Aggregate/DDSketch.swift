@@ -8,6 +8,11 @@
 /// counter. Memory is bounded: past ``maxBuckets`` buckets per sign the lowest-magnitude ones are merged (those
 /// quantiles lose accuracy first, the high ones that latency and temperature percentiles ask for do not).
 /// Sketches merge by adding counts, so session windows can join.
+///
+/// Until it has more than ``exactValues`` values a sketch keeps the values themselves, and answers exactly: a window
+/// of a few readings (a device reporting every second in a 10 s window) gets its true percentiles, and folding one
+/// costs an append rather than a logarithm and a bucket, whose array grows at its front whenever a new smallest
+/// value comes. The values move into buckets when one more arrives.
 struct DDSketch: Sendable {
     /// The relative accuracy.
     static let alpha = 0.01
@@ -16,6 +21,11 @@ struct DDSketch: Sendable {
     /// With α = 1 %, 2,048 buckets span magnitudes over 17 orders of ten.
     static let maxBuckets = 2048
 
+    /// The most values kept as they are.
+    static let exactValues = 32
+
+    /// The values, while there are at most ``exactValues`` of them (its storage is kept for the next window).
+    private var exact: [Double] = []
     private var positive = Buckets()
     private var negative = Buckets()
     private var zeros = 0
@@ -28,6 +38,21 @@ struct DDSketch: Sendable {
         count += 1
         minimum = Swift.min(minimum, value)
         maximum = Swift.max(maximum, value)
+        if count <= Self.exactValues {
+            exact.append(value)
+            return
+        }
+        if count == Self.exactValues + 1 { moveExactIntoBuckets() }
+        addToBuckets(value)
+    }
+
+    /// Counts `exact`'s values in the buckets, and keeps no values from then on.
+    private mutating func moveExactIntoBuckets() {
+        for value in exact { addToBuckets(value) }
+        exact.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func addToBuckets(_ value: Double) {
         if value > 0 {
             positive.add(Self.index(value))
         } else if value < 0 {
@@ -39,6 +64,7 @@ struct DDSketch: Sendable {
 
     /// Empties it, keeping its buckets' storage for the next window.
     mutating func reset() {
+        exact.removeAll(keepingCapacity: true)
         positive.reset()
         negative.reset()
         zeros = 0
@@ -49,10 +75,17 @@ struct DDSketch: Sendable {
 
     /// Adds every value of `other`.
     mutating func merge(_ other: DDSketch) {
+        let wasExact = count <= Self.exactValues
         count += other.count
-        zeros += other.zeros
         minimum = Swift.min(minimum, other.minimum)
         maximum = Swift.max(maximum, other.maximum)
+        if count <= Self.exactValues {
+            exact += other.exact
+            return
+        }
+        if wasExact { moveExactIntoBuckets() }
+        for value in other.exact { addToBuckets(value) }
+        zeros += other.zeros
         positive.merge(other.positive)
         negative.merge(other.negative)
     }
@@ -62,6 +95,7 @@ struct DDSketch: Sendable {
     func quantile(_ q: Double) -> Double? {
         guard count > 0 else { return nil }
         let rank = Int((q * Double(count - 1)).rounded(.down))
+        if count <= Self.exactValues { return exact.sorted()[rank] }
         if rank == 0 { return minimum }
         if rank == count - 1 { return maximum }
         var seen = 0
