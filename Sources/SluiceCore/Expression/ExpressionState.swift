@@ -11,6 +11,10 @@ public struct ExpressionState: Sendable {
     /// The match data of each pattern, made at its first match: a state is copied from the program's fresh one
     /// before any, so no two stages ever share one.
     var matchers: [RegexMatcher?]
+    /// Where several programs share this state (``SharedNumericPrograms``): the number or boolean of each field
+    /// (by slot, below 64) read for the current event, and which of them have been read.
+    var scalars: [Scalar?] = []
+    var scalarsRead: UInt64 = 0
 
     /// The match data for pattern `index` of `patterns` (the program's), made at its first use.
     mutating func matcher(_ index: Int, of patterns: [RegexPattern]) -> RegexMatcher {

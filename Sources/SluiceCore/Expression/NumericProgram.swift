@@ -59,11 +59,22 @@ struct NumericProgram: Sendable {
     /// field's slot is its index in `fieldNames`, and a pattern's number its index in `patterns`, as in the general
     /// program.
     init?(_ root: ExpressionNode, fieldNames: [String], patterns: [RegexPattern]) {
+        var fieldNames = fieldNames
+        var patterns = patterns
+        self.init(root, fieldNames: &fieldNames, patterns: &patterns, sharing: false)
+    }
+
+    /// The numeric form of `root` with the slots of `fieldNames` and `patterns`, to which it adds those it reads and
+    /// they lack; `sharing`, when programs run one after another on an event through one state, each field's number
+    /// read once per event (``SharedNumericPrograms``).
+    init?(_ root: ExpressionNode, fieldNames: inout [String], patterns: inout [RegexPattern], sharing: Bool) {
         // A bare field is read with one lookup, whatever it holds.
         if case .path = root { return nil }
-        var compiler = Compiler(fieldNames: fieldNames, patterns: patterns)
+        var compiler = Compiler(fieldNames: fieldNames, patterns: patterns, sharing: sharing)
         guard let code = compiler.compile(root), compiler.readsAField else { return nil }
         self.code = code
+        fieldNames = compiler.fieldNames
+        patterns = compiler.patterns
     }
 
     /// The value for `event`, or `nil` when this event needs the general program.
@@ -72,17 +83,24 @@ struct NumericProgram: Sendable {
     }
 
     private struct Compiler {
-        let fieldNames: [String]
-        let patterns: [RegexPattern]
+        var fieldNames: [String]
+        var patterns: [RegexPattern]
+        let sharing: Bool
         var readsAField = false
 
-        /// The slot of a one-key path.
+        /// The slot of a one-key path (a new one, when sharing, for a name not yet read).
         mutating func slot(_ steps: [PathStep]) -> Int? {
-            guard steps.count == 1, case .key(let name) = steps[0], let slot = fieldNames.firstIndex(of: name) else {
-                return nil
-            }
+            guard steps.count == 1, case .key(let name) = steps[0] else { return nil }
+            if sharing, !fieldNames.contains(name) { fieldNames.append(name) }
+            guard let slot = fieldNames.firstIndex(of: name) else { return nil }
             readsAField = true
             return slot
+        }
+
+        /// The number of a pattern (a new one, when sharing, for a pattern not yet used).
+        mutating func patternIndex(_ pattern: RegexPattern) -> Int? {
+            if sharing, !patterns.contains(where: { $0 === pattern }) { patterns.append(pattern) }
+            return patterns.firstIndex { $0 === pattern }
         }
 
         /// The code for `node`, or `nil` when `node` is not covered.
@@ -93,7 +111,8 @@ struct NumericProgram: Sendable {
                 return { _, _ in scalar }
             case .path(let steps):
                 guard let slot = slot(steps) else { return nil }
-                return { event, state in event.scalar(&state.locators[slot]) }
+                let sharing = sharing
+                return { event, state in NumericProgram.scalar(slot, of: event, &state, sharing: sharing) }
             case .not(let operand):
                 guard let value = compile(operand) else { return nil }
                 return { event, state in
@@ -123,8 +142,9 @@ struct NumericProgram: Sendable {
                 // The commonest condition, a field against a literal, in one closure.
                 guard let constant = Scalar(literal) else { return nil }
                 guard let slot = slot(steps) else { return nil }
+                let sharing = sharing
                 return { event, state in
-                    guard let value = event.scalar(&state.locators[slot]) else { return nil }
+                    guard let value = NumericProgram.scalar(slot, of: event, &state, sharing: sharing) else { return nil }
                     return .bool(NumericProgram.compare(op, value, constant))
                 }
             case .compare(let op, let left, let right):
@@ -162,9 +182,7 @@ struct NumericProgram: Sendable {
                     }
                 }
             case .regex(.matches, .path(let steps), let pattern):
-                guard let index = patterns.firstIndex(where: { $0 === pattern }), let slot = slot(steps) else {
-                    return nil
-                }
+                guard let index = patternIndex(pattern), let slot = slot(steps) else { return nil }
                 let patterns = patterns
                 return { event, state in
                     let matcher = state.matcher(index, of: patterns)
@@ -198,8 +216,9 @@ struct NumericProgram: Sendable {
                 }
             default:
                 guard let constant = Scalar(literal), let slot = slot(steps) else { return nil }
+                let sharing = sharing
                 return { event, state in
-                    guard let value = event.scalar(&state.locators[slot]) else { return nil }
+                    guard let value = NumericProgram.scalar(slot, of: event, &state, sharing: sharing) else { return nil }
                     return .bool(NumericProgram.compare(equal ? .equal : .notEqual, value, constant))
                 }
             }
@@ -224,6 +243,19 @@ struct NumericProgram: Sendable {
 // MARK: - Rules
 
 extension NumericProgram {
+    /// The number or boolean in field `slot` of `event`: found in the event's text each time, or, where programs
+    /// share `state`, once per event and then kept (slots from 64 are found each time).
+    @inline(__always)
+    static func scalar(_ slot: Int, of event: Event, _ state: inout ExpressionState, sharing: Bool) -> Scalar? {
+        guard sharing, slot < 64 else { return event.scalar(&state.locators[slot]) }
+        let bit: UInt64 = 1 << UInt64(slot)
+        if state.scalarsRead & bit != 0 { return state.scalars[slot] }
+        let value = event.scalar(&state.locators[slot])
+        state.scalars[slot] = value
+        state.scalarsRead |= bit
+        return value
+    }
+
     /// As ``Evaluator/arithmetic(_:_:_:)``; `nil` where that throws.
     @inline(__always)
     private static func arithmetic(_ op: ArithmeticOperator, _ left: Scalar, _ right: Scalar) -> Scalar? {
@@ -272,5 +304,40 @@ extension NumericProgram {
         case .greater: return order > 0
         case .greaterOrEqual: return order >= 0
         }
+    }
+}
+
+/// The numeric programs of several expressions that run one after another on each event, reading their top-level
+/// fields through one state: a field that several of them read (a route's `.temperature > 30` and
+/// `.temperature <= 30`) is found once per event, where each program alone would look for it again, and its number
+/// parsed once. An expression without a numeric program, and an event a program gives up on, take the expression's
+/// general program (``Expression/evaluateByGeneralProgram(_:_:)``) with a state of their own.
+package struct SharedNumericPrograms: Sendable {
+    private let programs: [NumericProgram?]
+    private let initialState: ExpressionState
+
+    /// The programs of `expressions`, in order.
+    package init(_ expressions: [Expression]) {
+        var fieldNames: [String] = []
+        var patterns: [RegexPattern] = []
+        programs = expressions.map {
+            NumericProgram($0.root, fieldNames: &fieldNames, patterns: &patterns, sharing: true)
+        }
+        var state = ExpressionState(
+            locators: fieldNames.map(FieldLocator.init), registers: [],
+            matchers: Array(repeating: nil, count: patterns.count))
+        state.scalars = Array(repeating: nil, count: fieldNames.count)
+        initialState = state
+    }
+
+    /// A fresh state for a stage that runs the programs.
+    package func makeState() -> ExpressionState { initialState }
+
+    /// Forgets the numbers read for the last event; called before the programs run on the next.
+    package func begin(_ state: inout ExpressionState) { state.scalarsRead = 0 }
+
+    /// The value of expression `index` for `event` by its numeric program; `nil` where it has none or gives up.
+    package func run(_ index: Int, _ event: Event, _ state: inout ExpressionState) -> JSONValue? {
+        programs[index]?.run(event, &state)
     }
 }

@@ -8,24 +8,52 @@ struct RouteTransform: Transform {
     let routes: [(name: String, condition: Expression)]
     let unmatchedIsRead: Bool
     var errors: EvaluationErrorLog
-    /// Where each condition's fields were in the last event.
+    /// The conditions' numeric programs, sharing their field reads: a field that several conditions read is found
+    /// and parsed once per event.
+    let programs: SharedNumericPrograms
+    var shared: ExpressionState
+    /// Each condition's own state, for its general program.
     var states: [ExpressionState]
+    /// How many events each output (the unmatched one last) took in the last batch: its room in the next, so that
+    /// appending to it does not grow it, a copy each time, on the way.
+    var lastCounts: [Int]
+
+    init(routes: [(name: String, condition: Expression)], unmatchedIsRead: Bool, errors: EvaluationErrorLog) {
+        self.routes = routes
+        self.unmatchedIsRead = unmatchedIsRead
+        self.errors = errors
+        programs = SharedNumericPrograms(routes.map(\.condition))
+        shared = programs.makeState()
+        states = routes.map { $0.condition.makeState() }
+        lastCounts = Array(repeating: 0, count: routes.count + 1)
+    }
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         // A local copy, so that reading a condition while `states` changes copies nothing per event.
         let routes = routes
-        var outputs = [[Event]](repeating: [], count: routes.count + 1)
+        var outputs = lastCounts.map { count -> [Event] in
+            var output: [Event] = []
+            output.reserveCapacity(min(events.count, count + count / 8 + 16))
+            return output
+        }
         for index in events.indices {
             // Taken out of the batch, which is emptied below: read in place from here on, and moved, not copied, to
             // the last route it goes to.
             let event = Self.take(&events[index])
+            programs.begin(&shared)
             // The routes the event goes to: how many, the last of them, and whether a condition failed.
             var matches = 0
             var last = 0
             var failed = false
             for route in routes.indices {
                 do throws(EvaluationError) {
-                    switch try routes[route].condition.evaluate(event, &states[route]) {
+                    let value: JSONValue
+                    if let fast = programs.run(route, event, &shared) {
+                        value = fast
+                    } else {
+                        value = try routes[route].condition.evaluateByGeneralProgram(event, &states[route])
+                    }
+                    switch value {
                     case .bool(true):
                         // Copied to every route but the last it goes to, which takes the event itself.
                         if matches > 0 { outputs[last].append(event) }
@@ -56,6 +84,7 @@ struct RouteTransform: Transform {
             pass.routedEvents += 1
             outputs[last].append(consume event)
         }
+        for output in outputs.indices { lastCounts[output] = outputs[output].count }
         pass.routed = outputs
         events.removeAll(keepingCapacity: true)
     }

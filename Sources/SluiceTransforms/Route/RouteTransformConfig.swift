@@ -42,7 +42,6 @@ public struct RouteTransformConfig: TransformConfig {
     public func makeTransform(_ context: TransformContext) -> any Transform {
         RouteTransform(
             routes: routes, unmatchedIsRead: context.readOutputs.contains(Self.unmatched),
-            errors: EvaluationErrorLog(componentID: context.id, log: context.log),
-            states: routes.map { $0.condition.makeState() })
+            errors: EvaluationErrorLog(componentID: context.id, log: context.log))
     }
 }

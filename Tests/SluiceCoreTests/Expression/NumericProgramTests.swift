@@ -26,9 +26,9 @@ struct NumericProgramTests {
     }
 
     /// Random events whose fields are integers (with overflow at the edges), doubles, zero, booleans, strings,
-    /// null, missing, exponents and long digit strings: every expression gives the same value or error both ways.
-    @Test func theNumericProgramAgreesWithTheGeneralOneOnRandomEvents() throws {
-        var generator = SplitMix64(seed: 23)
+    /// null, missing, exponents and long digit strings, each with its text.
+    static func randomEvents(_ count: Int, seed: UInt64) throws -> [(text: String, event: Event)] {
+        var generator = SplitMix64(seed: seed)
         func field() -> String? {
             switch generator.next() % 12 {
             case 0: return nil
@@ -47,17 +47,23 @@ struct NumericProgramTests {
             default: return String(Double(Int64(generator.next() % 200_001) - 100_000) / 100)
             }
         }
-        let expressions = try Self.numericExpressions.map { try Expression($0) }
-        var states = expressions.map { $0.makeState() }
-        var generalStates = expressions.map { $0.makeState() }
-        var numericValues = 0
-        for _ in 0..<3_000 {
+        return try (0..<count).map { _ in
             var fields: [String] = []
             for name in ["a", "b", "f", "s"] {
                 if let text = field() { fields.append("\"\(name)\":\(text)") }
             }
             let text = "{" + fields.joined(separator: ",") + "}"
-            let event = try Event(json: Array(text.utf8))
+            return (text, try Event(json: Array(text.utf8)))
+        }
+    }
+
+    /// Every expression gives the same value or error both ways on random events.
+    @Test func theNumericProgramAgreesWithTheGeneralOneOnRandomEvents() throws {
+        let expressions = try Self.numericExpressions.map { try Expression($0) }
+        var states = expressions.map { $0.makeState() }
+        var generalStates = expressions.map { $0.makeState() }
+        var numericValues = 0
+        for (text, event) in try Self.randomEvents(3_000, seed: 23) {
             for index in expressions.indices {
                 let fast = Result { () throws(EvaluationError) in try expressions[index].evaluate(event, &states[index])
                 }
@@ -69,6 +75,35 @@ struct NumericProgramTests {
             }
         }
         #expect(numericValues > 1_000)
+    }
+
+    /// Expressions run one after another through one state (a route's conditions), each field read once per event,
+    /// give each what it gives alone, with the general program where its numeric one has nothing to say; the same
+    /// fields are read by many of them, and by the same one twice.
+    @Test func programsSharingTheirReadsAgreeWithEachAlone() throws {
+        let expressions = try (Self.numericExpressions + [".a > 2 && .a < 900", "length(.s) > 1", ".a.b == 1", ".b"])
+            .map { try Expression($0) }
+        let programs = SharedNumericPrograms(expressions)
+        var shared = programs.makeState()
+        var ownStates = expressions.map { $0.makeState() }
+        var aloneStates = expressions.map { $0.makeState() }
+        var answeredShared = 0
+        for (text, event) in try Self.randomEvents(3_000, seed: 29) {
+            programs.begin(&shared)
+            for index in expressions.indices {
+                let together = Result { () throws(EvaluationError) -> JSONValue in
+                    if let value = programs.run(index, event, &shared) {
+                        answeredShared += 1
+                        return value
+                    }
+                    return try expressions[index].evaluateByGeneralProgram(event, &ownStates[index])
+                }
+                let alone = Result { () throws(EvaluationError) in try expressions[index].evaluate(event, &aloneStates[index])
+                }
+                #expect(together == alone, "\(expressions[index].source) on \(text)")
+            }
+        }
+        #expect(answeredShared > 20_000)
     }
 }
 
