@@ -3,8 +3,7 @@ internal import Synchronization
 
 /// Stateless transforms (``TransformConfig/isStateless``: filter, map) fused into the source they follow: they
 /// run on each batch in the source's own sending, on the thread that made it, before it goes to any buffer. Their
-/// work then costs no hop, and reads each event's text while it is still in the cache of the core that wrote it,
-/// which a stage in a task of its own, on the other core, pays for at every event.
+/// work then costs no hop, and a source that makes its batches on both cores (stdin) has them run on both.
 ///
 /// As they hold nothing between batches, any number of instances may run at once: a source that sends from
 /// several threads takes one per send (``run(_:)``), a source that makes batches on several threads may run one on
