@@ -188,22 +188,9 @@ extension Event {
         } ?? nil
     }
 
-    /// Appends the JSON text of the field `locator` names (`null` when it is missing) to `bytes`, straight from the
-    /// event's text; false, appending nothing, for a parsed event or a name text cannot hold as it is.
-    package func appendValueText(_ locator: inout FieldLocator, to bytes: inout [UInt8]) -> Bool {
-        guard isText, locator.isPlain else { return false }
-        return withText { text, keys, flat -> Bool in
-            switch CanonicalJSON.field(&locator, in: text, keys: keys, flat: flat) {
-            case .found(let range): bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[range]))
-            case .missing, .unsupported: bytes.append(contentsOf: "null".utf8)
-            }
-            return true
-        } ?? false
-    }
-
     /// The two hashes ``StableHash/pair(_:followedBy:secondSeed:)`` gives for the JSON text of the field `locator`
-    /// names followed by `last`, read in place: the key ``appendValueText(_:to:)`` and `last` would make, without
-    /// the copy. `nil` for a parsed event, a name text cannot hold as it is, or a missing field.
+    /// names followed by `last`, read in place: the hashes of that text copied out with `last` after it, without the
+    /// copy. `nil` for a parsed event, a name text cannot hold as it is, or a missing field.
     package func valueTextHashes(_ locator: inout FieldLocator, followedBy last: UInt8, secondSeed: UInt64)
         -> (UInt64, UInt64)?
     {

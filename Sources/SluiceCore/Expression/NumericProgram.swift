@@ -44,10 +44,10 @@ package enum Scalar: Sendable, Equatable {
 /// the error with its message. The expressions have no side effects, so running the general one after a partial
 /// numeric run changes nothing.
 ///
-/// Each node is compiled to a closure that calls its operands' closures. An interpreter's loop over instructions
-/// was a third slower on a filter of three comparisons: its one indirect jump, taken for every instruction, went to
-/// a different place each time and was mispredicted most of the time, where each closure here is always called
-/// from the same place.
+/// Each node is compiled to a closure that calls its operands' closures, each always from the same place. An
+/// interpreter's loop over instructions, before it, took an indirect jump for every instruction, to a different
+/// place each time, mispredicted most of the time: on a filter of three comparisons the expression's own share of
+/// the samples fell from 7.5 to 4.8 % with the closures.
 struct NumericProgram: Sendable {
     /// A compiled node: its value for the event, with the field locators and match data of the state; `nil` where
     /// the general program must answer.
@@ -139,14 +139,8 @@ struct NumericProgram: Sendable {
             case .compare(let op, .literal(let literal), .path(let steps)) where op == .equal || op == .notEqual:
                 return equality(op == .equal, steps, literal)
             case .compare(let op, .path(let steps), .literal(let literal)):
-                // The commonest condition, a field against a literal, in one closure.
                 guard let constant = Scalar(literal) else { return nil }
-                guard let slot = slot(steps) else { return nil }
-                let sharing = sharing
-                return { event, state in
-                    guard let value = NumericProgram.scalar(slot, of: event, &state, sharing: sharing) else { return nil }
-                    return .bool(NumericProgram.compare(op, value, constant))
-                }
+                return field(steps, op, constant)
             case .compare(let op, let left, let right):
                 guard let a = compile(left), let b = compile(right) else { return nil }
                 return { event, state in
@@ -215,12 +209,18 @@ struct NumericProgram: Sendable {
                     }
                 }
             default:
-                guard let constant = Scalar(literal), let slot = slot(steps) else { return nil }
-                let sharing = sharing
-                return { event, state in
-                    guard let value = NumericProgram.scalar(slot, of: event, &state, sharing: sharing) else { return nil }
-                    return .bool(NumericProgram.compare(equal ? .equal : .notEqual, value, constant))
-                }
+                guard let constant = Scalar(literal) else { return nil }
+                return field(steps, equal ? .equal : .notEqual, constant)
+            }
+        }
+
+        /// A top-level field compared with a number or a boolean, the commonest condition, in one closure.
+        mutating func field(_ steps: [PathStep], _ op: ComparisonOperator, _ constant: Scalar) -> Code? {
+            guard let slot = slot(steps) else { return nil }
+            let sharing = sharing
+            return { event, state in
+                guard let value = NumericProgram.scalar(slot, of: event, &state, sharing: sharing) else { return nil }
+                return .bool(NumericProgram.compare(op, value, constant))
             }
         }
 

@@ -70,12 +70,12 @@ public enum StableHash {
     /// folded in order into `state` (start from ``sequenceSeed``): a key of several values is hashed value by
     /// value where each lies, without copying them together first. Each fold is a bijection of the state mixed
     /// with the part, so the order of the parts counts, and two lanes keep 128 bits.
-    public static func fold(_ state: (UInt64, UInt64), _ part: (UInt64, UInt64)) -> (UInt64, UInt64) {
+    package static func fold(_ state: (UInt64, UInt64), _ part: (UInt64, UInt64)) -> (UInt64, UInt64) {
         (mix(state.0 ^ part.0), mix(state.1 ^ part.1))
     }
 
     /// Where ``fold(_:_:)`` starts.
-    public static let sequenceSeed: (UInt64, UInt64) = (0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344)
+    package static let sequenceSeed: (UInt64, UInt64) = (0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344)
 
     /// The hash of a JSON value: of the bytes Sluice writes for it, so that equal values hash alike.
     public static func hash(_ value: JSONValue) -> UInt64 {
