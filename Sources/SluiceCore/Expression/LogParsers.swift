@@ -4,8 +4,9 @@
 enum LogParsers {
     // MARK: - key=value
 
-    /// `parse_logfmt(s)`: `key=value` pairs separated by spaces; a value may be quoted (`"two words"`, with `\"`
-    /// and `\\` escapes); a key without `=` is `true`. Values are strings, as logfmt carries no types.
+    /// `parse_logfmt(s)`: `key=value` pairs separated by spaces; a value may be quoted (`"two words"`, with the
+    /// escapes Go's logfmt encoders write: `\"`, `\\`, `\n`, `\r`, `\t`; a backslash before anything else is
+    /// itself); a key without `=` is `true`. Values are strings, as logfmt carries no types.
     static func logfmt(_ text: String) throws(EvaluationError) -> JSONValue {
         try keyValue(text, fieldSeparator: " ", valueSeparator: "=", name: "parse_logfmt")
     }
@@ -60,7 +61,13 @@ enum LogParsers {
                 var unquoted: [UInt8] = []
                 position += 1
                 while position < bytes.count, bytes[position] != UInt8(ascii: "\"") {
-                    if bytes[position] == UInt8(ascii: "\\"), position + 1 < bytes.count { position += 1 }
+                    if bytes[position] == UInt8(ascii: "\\"), position + 1 < bytes.count,
+                        let unescaped = logfmtEscapes[bytes[position + 1]]
+                    {
+                        unquoted.append(unescaped)
+                        position += 2
+                        continue
+                    }
                     unquoted.append(bytes[position])
                     position += 1
                 }
@@ -79,6 +86,12 @@ enum LogParsers {
         }
         return .object(object)
     }
+
+    /// What a backslash and the byte after it stand for in a quoted logfmt value.
+    private static let logfmtEscapes: [UInt8: UInt8] = [
+        UInt8(ascii: "\""): UInt8(ascii: "\""), UInt8(ascii: "\\"): UInt8(ascii: "\\"), UInt8(ascii: "n"): 0x0A,
+        UInt8(ascii: "r"): 0x0D, UInt8(ascii: "t"): 0x09,
+    ]
 
     /// The bytes in `range` as a string without whitespace at either end (``Swift/String/trimmingSpaces``).
     private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {
@@ -213,7 +226,9 @@ enum LogParsers {
                 guard reader.skip("=\"") else {
                     throw EvaluationError("'parse_syslog' expected =\"value\" after '\(name)' in [\(id)]")
                 }
-                guard let value = reader.quoted() else {
+                // RFC 5424, 6.3.3: '"', '\' and ']' are escaped; a backslash before anything else is itself.
+                guard let value = reader.quoted(escaping: [UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "]")])
+                else {
                     throw EvaluationError("'parse_syslog' found no closing quote in [\(id)]")
                 }
                 parameters[name] = .string(value)
@@ -271,11 +286,13 @@ enum LogParsers {
         let host = reader.word()
         if !host.isEmpty { object["host"] = .string(host) }
         guard reader.skip(" ") else { return }
-        // The tag: letters, digits and a few marks up to ':' or '[' (at most 32 characters); otherwise the rest
-        // is all message.
+        // The tag: letters, digits and `-_./` (`postfix/smtpd`) up to ':' or '[' (at most 32 characters);
+        // otherwise the rest is all message (a Cisco `%LINK-3-UPDOWN:` is message).
         var tagged = reader
         let tag = tagged.word(until: [UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: " ")])
-        if !tag.isEmpty, tag.utf8.count <= 32, tagged.peek == UInt8(ascii: "[") || tagged.peek == UInt8(ascii: ":") {
+        if !tag.isEmpty, tag.utf8.count <= 32, tag.utf8.allSatisfy(Self.isTagByte),
+            tagged.peek == UInt8(ascii: "[") || tagged.peek == UInt8(ascii: ":")
+        {
             object["app"] = .string(tag)
             if tagged.skip("[") {
                 let pid = tagged.word(until: [UInt8(ascii: "]")])
@@ -287,6 +304,16 @@ enum LogParsers {
             reader = tagged
         }
         object["message"] = .string(reader.rest())
+    }
+
+    private static func isTagByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
+            UInt8(ascii: "/"):
+            true
+        default: false
+        }
     }
 
     private static func number(_ text: String) -> JSONValue {
@@ -318,7 +345,9 @@ enum LogParsers {
             throw EvaluationError("'\(name)' expected a time such as [10/Oct/2000:13:55:36 -0700]")
         }
         object["timestamp"] = .string(RFC3339.format(epochMillis: millis))
-        guard reader.skip("\""), let request = reader.quoted() else {
+        // nginx and Apache write `\"` and `\\` in quoted fields, and other bytes as `\xHH`, which stays as written.
+        let escaped = [UInt8(ascii: "\""), UInt8(ascii: "\\")]
+        guard reader.skip("\""), let request = reader.quoted(escaping: escaped) else {
             throw EvaluationError("'\(name)' expected the request in quotes")
         }
         let parts = request.split(separator: " ", omittingEmptySubsequences: true)
@@ -341,7 +370,7 @@ enum LogParsers {
         }
         if combined {
             for field in ["referer", "agent"] {
-                guard reader.skip(" \""), let value = reader.quoted() else {
+                guard reader.skip(" \""), let value = reader.quoted(escaping: escaped) else {
                     throw EvaluationError("'\(name)' expected the \(field) in quotes")
                 }
                 if value != "-" { object[field] = .string(value) }
@@ -399,14 +428,15 @@ struct TextReader {
         return String(decoding: bytes[position..<position + length], as: UTF8.self)
     }
 
-    /// The rest of a quoted string whose opening quote was consumed: up to the closing quote (consumed), with `\`
-    /// escaping the next byte; `nil` when no quote closes it.
-    mutating func quoted() -> String? {
+    /// The rest of a quoted string whose opening quote was consumed: up to the closing quote (consumed), where a
+    /// backslash before one of `escaped` stands for that byte and before anything else is itself; `nil` when no
+    /// quote closes it.
+    mutating func quoted(escaping escaped: [UInt8]) -> String? {
         var value: [UInt8] = []
         while let byte = peek {
             position += 1
             if byte == UInt8(ascii: "\"") { return String(decoding: value, as: UTF8.self) }
-            if byte == UInt8(ascii: "\\"), let next = peek {
+            if byte == UInt8(ascii: "\\"), let next = peek, escaped.contains(next) {
                 value.append(next)
                 position += 1
             } else {
@@ -431,25 +461,29 @@ struct TextReader {
         return year
     }
 
-    /// A time zone name after a syslog time: capital letters, optionally with an offset (`CST`, `UTC`, `TZ-6`).
+    /// A time zone name after a syslog time: a known abbreviation (`CST`, `UTC`), or capital letters with an
+    /// offset (`TZ-6`, `GMT+2`). Capital letters alone are not enough: network devices name themselves `ROUTER`
+    /// or `CORE`, and the word after the time is then the host.
     mutating func zoneName() -> String? {
         let start = position
         while let byte = peek, byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") { position += 1 }
-        guard position - start >= 2 else {
-            position = start
-            return nil
-        }
-        if let sign = peek, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+        let letters = String(decoding: bytes[start..<position], as: UTF8.self)
+        var known = letters.utf8.count >= 2 && Self.zoneAbbreviations.contains(letters)
+        if letters.utf8.count >= 2, let sign = peek, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
             position += 1
-            guard integer(maxDigits: 4) != nil else {
-                position = start
-                return nil
-            }
+            known = integer(maxDigits: 4) != nil
         }
-        guard atEnd || peek == 0x20 else {
+        guard known, atEnd || peek == 0x20 else {
             position = start
             return nil
         }
         return String(decoding: bytes[start..<position], as: UTF8.self)
     }
+
+    /// The zone abbreviations relays write after a syslog time.
+    private static let zoneAbbreviations: Set<String> = [
+        "UT", "UTC", "GMT", "EST", "EDT", "CST", "CDT", "MST", "MDT", "PST", "PDT", "AKST", "AKDT", "HST", "AST",
+        "ADT", "NST", "NDT", "WET", "WEST", "CET", "CEST", "EET", "EEST", "MSK", "BST", "IST", "JST", "KST", "HKT",
+        "SGT", "AEST", "AEDT", "ACST", "ACDT", "AWST", "NZST", "NZDT",
+    ]
 }

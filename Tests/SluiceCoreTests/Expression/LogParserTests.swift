@@ -66,6 +66,19 @@ struct LogParserTests {
         #expect(try LogParsers.syslog(line, nowMillis: 1_070_236_800_000) == Self.object(expected))
     }
 
+    /// Found by the generated corpus (`LogCorpusEndToEndTests`): capital host names are not zones, a Cisco
+    /// mnemonic is not a tag, and a lone backslash in structured data is itself.
+    @Test func devicesMnemonicsAndLoneBackslashes() throws {
+        let router = try LogParsers.syslog("<115>Apr 30 13:23:39 ROUTER %LINK-3-UPDOWN: down", nowMillis: 0)
+        #expect(router["host"] == "ROUTER")
+        #expect(router["timezone"] == nil && router["app"] == nil)
+        #expect(router["message"] == "%LINK-3-UPDOWN: down")
+        let relayed = try LogParsers.syslog("<14>Apr 30 13:23:39 GMT+2 host postfix/smtpd[7]: x", nowMillis: 0)
+        #expect(relayed["timezone"] == "GMT+2" && relayed["app"] == "postfix/smtpd" && relayed["pid"] == 7)
+        let data = try Self.evaluate("parse_syslog(.m)", #"<14>1 - h a - - [x p="C:\temp\x" q="a\]b\\" r="C:\\tmp"]"#)
+        #expect(data["structured_data"] == ["x": ["p": #"C:\temp\x"#, "q": #"a]b\"#, "r": #"C:\tmp"#]])
+    }
+
     /// A time without a year that would lie more than a day ahead is last year's (read on New Year's Day).
     @Test func anRFC3164TimeNeverLiesInTheFuture() throws {
         let parsed = try LogParsers.syslog("<14>Dec 31 23:59:59 host app: late", nowMillis: 1_072_915_200_000)
@@ -102,6 +115,9 @@ struct LogParserTests {
                 == Self.object(
                     #"{"host":"10.0.0.7","timestamp":"2026-11-30T12:00:00.000Z","method":"POST","path":"/v1/items","protocol":"HTTP/2.0","status":204,"agent":"curl/8.4 \"x\""}"#
                 ))
+        // A TLS handshake on a plain port: nginx writes its bytes as \xHH, which stays as written.
+        let handshake = #"10.0.0.7 - - [30/Nov/2026:12:00:00 +0000] "\x16\x03\x01" 400 157"#
+        #expect(try Self.evaluate("parse_common_log(.m)", handshake)["request"] == #"\x16\x03\x01"#)
         #expect(throws: EvaluationError.self) {
             try Self.evaluate("parse_common_log(.m)", "127.0.0.1 - - [bad] \"GET /\" 200 1")
         }
@@ -116,6 +132,9 @@ struct LogParserTests {
         #expect(
             try Self.evaluate("parse_logfmt(.m)", #"level=info  msg="stopping \"fetcher\"" debug path=/x"#)
                 == Self.object(#"{"level":"info","msg":"stopping \"fetcher\"","debug":true,"path":"/x"}"#))
+        #expect(
+            try Self.evaluate("parse_logfmt(.m)", #"err="line\nbreak\ttab" path="C:\x""#)
+                == Self.object(#"{"err":"line\nbreak\ttab","path":"C:\\x"}"#))
         #expect(throws: EvaluationError.self) { try Self.evaluate("parse_logfmt(.m)", #"a="open"#) }
         #expect(
             try Self.evaluate(#"parse_key_value(.m, ",", ":")"#, "a: 1, b:two ,c")

@@ -1,0 +1,121 @@
+import Foundation
+import SluiceCore
+import Testing
+
+/// The `parse_*` functions through the real binary on a generated corpus of real-looking lines
+/// (`Peers/log_corpus.py`): access logs as nginx and Apache write them (IPv6 hosts, zones, escaped agents, TLS
+/// bytes on a plain port), RFC 5424 syslog with structured data and its escapes, RFC 3164 syslog from hosts and
+/// network devices, logfmt as Go writes it, CSV as Python's csv module writes it, named captures as Python's re
+/// finds them, and access-log times. The script builds each line from fields it chose first; the test checks that
+/// each line parses to exactly those fields and that each broken line is an `error`, counted.
+@Suite(.serialized, .blocking)
+struct LogCorpusEndToEndTests {
+    static let script = SluiceProcess.repository.appendingPathComponent(
+        "Tests/SluiceEndToEndTests/Peers/log_corpus.py")
+
+    struct Case: Sendable {
+        var name: String
+        var expression: String
+        var lines: [String]
+        var expected: [JSONValue]
+    }
+
+    /// The corpus: `count` lines per case from seed `seed`; RFC 3164 times are read relative to now.
+    static func corpus(seed: Int, count: Int) throws -> [Case] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        process.arguments = [script.path, String(seed), String(count), String(now)]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        guard case .array(let cases) = try JSONReader.parse(String(decoding: data, as: UTF8.self)) else { return [] }
+        return cases.compactMap { value in
+            guard case .string(let name)? = value["name"], case .string(let expression)? = value["expression"],
+                case .array(let lines)? = value["lines"], case .array(let expected)? = value["expected"]
+            else { return nil }
+            return Case(
+                name: name, expression: expression,
+                lines: lines.compactMap { if case .string(let line) = $0 { line } else { nil } }, expected: expected)
+        }
+    }
+
+    /// `value` with every object's keys in sorted order, so that objects compare by their fields alone.
+    static func sorted(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let object):
+            return .object(
+                JSONObject(
+                    uniqueFields: object.fields.sorted { $0.key < $1.key }.map {
+                        JSONObject.Field(key: $0.key, value: sorted($0.value))
+                    }))
+        case .array(let values): return .array(values.map(sorted))
+        default: return value
+        }
+    }
+
+    @Test func everyGeneratedLineParsesToTheFieldsItWasMadeOf() throws {
+        let cases = try Self.corpus(seed: 17, count: 2_000)
+        #expect(cases.count == 8)
+        for corpusCase in cases {
+            let pipeline = try TemporaryPipeline(
+                """
+                sources:
+                  in: {type: stdin, decoding: text}
+                transforms:
+                  parsed:
+                    type: map
+                    inputs: [in]
+                    set:
+                      parsed: '\(corpusCase.expression.replacingOccurrences(of: "'", with: "''"))'
+                sinks:
+                  out: {type: stdout, inputs: [parsed]}
+                metrics: {interval_secs: 0, to: "$METRICS", format: json}
+                """)
+            defer { pipeline.remove() }
+            let result = try SluiceProcess.run(
+                ["run", pipeline.path], stdin: corpusCase.lines.joined(separator: "\n") + "\n")
+            #expect(result.status == 0, "\(corpusCase.name): \(result.errors.prefix(2000))")
+            var parsed: [String: JSONValue] = [:]
+            for line in result.output.split(separator: "\n") {
+                let event = try JSONReader.parse(String(line))
+                guard case .string(let message)? = event["message"], let value = event["parsed"] else {
+                    Issue.record("\(corpusCase.name): an output without message or parsed: \(line)")
+                    continue
+                }
+                parsed[message] = value
+            }
+            var mismatches = 0
+            var broken = 0
+            for (line, expected) in zip(corpusCase.lines, corpusCase.expected) {
+                guard expected != .null else {
+                    broken += 1
+                    #expect(parsed[line] == nil, "\(corpusCase.name): a broken line parsed: \(line)")
+                    continue
+                }
+                let found = parsed[line].map(Self.sorted)
+                if found != Self.sorted(expected) {
+                    mismatches += 1
+                    // The first few in full; the count says how many more.
+                    if mismatches <= 5 {
+                        Issue.record(
+                            """
+                            \(corpusCase.name): \(line)
+                              expected \(JSONWriter.string(Self.sorted(expected)))
+                              found    \(found.map { JSONWriter.string($0) } ?? "nothing (discarded)")
+                            """)
+                    }
+                }
+            }
+            #expect(mismatches == 0, "\(corpusCase.name): \(mismatches) of \(corpusCase.lines.count) lines differ")
+            #expect(broken > 0)
+            let map = try #require(try pipeline.finalComponent("parsed"))
+            #expect(map.int("discarded_events_total", "error") == broken, "\(corpusCase.name)")
+            #expect(map.int("sent_events_total") == corpusCase.lines.count - broken, "\(corpusCase.name)")
+            #expect(map.balances)
+        }
+    }
+}
