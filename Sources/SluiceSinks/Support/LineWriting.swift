@@ -23,10 +23,10 @@ struct LineWriting {
         while true {
             // Unwritten lines stay held (for sources that keep positions) until their bytes are written.
             context.held.set(oldestPending)
-            guard let batch = await input.next() else { break }
+            guard var batch = await input.next() else { break }
             var failed = 0
-            for event in batch {
-                do {
+            batch.forEachInPlace { event in
+                do throws(EvaluationError) {
                     try encoder.append(event, to: &pending)
                     ingestTimes.append(event.ingestNanos)
                     oldestPending = min(oldestPending, event.ingestNanos)

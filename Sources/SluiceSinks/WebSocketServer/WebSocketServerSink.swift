@@ -22,10 +22,10 @@ struct WebSocketServerSink: Sink {
             ]
             return details
         }
-        while let batch = await input.next() {
+        while var batch = await input.next() {
             var messages: [[UInt8]] = []
             messages.reserveCapacity(batch.count)
-            for event in batch {
+            batch.forEachInPlace { event in
                 var bytes: [UInt8] = []
                 event.writeJSON(to: &bytes)
                 messages.append(bytes)

@@ -119,6 +119,14 @@ struct CompensatedSum: Sendable {
         guard count > 0 else { return .null }
         return allIntegers ? .int(integer) : .double(sum + compensation)
     }
+
+    /// The mean of the values added, or null before any: the exact sum (an integer sum exactly, while it is one)
+    /// divided once.
+    var mean: JSONValue {
+        guard count > 0 else { return .null }
+        let total = allIntegers ? Double(integer) : sum + compensation
+        return .double(total / Double(count))
+    }
 }
 
 /// Count, mean and sum of squared deviations by Welford's online algorithm, merged with Chan's formula: stable
@@ -241,8 +249,10 @@ struct AccumulatorLayout: Sendable {
             }
             switch aggregation.function {
             case .count: slots.append(.count(next(&counts)))
-            case .sum: slots.append(.sum(next(&sums)))
-            case .avg, .stddev: slots.append(.moments(next(&moments)))
+            // An average is a compensated sum divided at the end: folding a value then divides nothing, where
+            // Welford's mean divides once per value (a division's latency was an eighth of folding an event).
+            case .sum, .avg: slots.append(.sum(next(&sums)))
+            case .stddev: slots.append(.moments(next(&moments)))
             case .min: slots.append(.extreme(next(&extremes), isMax: false))
             case .max: slots.append(.extreme(next(&extremes), isMax: true))
             case .first: slots.append(.ordered(next(&ordered), isLast: false))

@@ -26,10 +26,8 @@ struct WindowStates: Sendable {
     /// How many times the index was opened, so that a session-heap entry for an earlier state of the same number
     /// is known to be stale.
     private(set) var generation: [UInt32] = []
-    /// Events folded.
-    private(set) var events: [Int] = []
-    /// The earliest ingest time among them (`UInt64.max` for a free index): the emitted event carries it, so that
-    /// they stay held until it is written.
+    /// The earliest ingest time among the events folded (`UInt64.max` for a free index): the emitted event carries
+    /// it, so that they stay held until it is written.
     private(set) var firstIngestNanos: [UInt64] = []
     private var free: [Int32] = []
 
@@ -67,7 +65,6 @@ struct WindowStates: Sendable {
             lastTime.append(start)
             closed.append(false)
             generation.append(0)
-            events.append(0)
             firstIngestNanos.append(.max)
             counts.append(contentsOf: repeatElement(0, count: layout.counts))
             sums.append(contentsOf: repeatElement(CompensatedSum(), count: layout.sums))
@@ -86,7 +83,6 @@ struct WindowStates: Sendable {
         lastTime[index] = start
         closed[index] = false
         generation[index] &+= 1
-        events[index] = 0
         firstIngestNanos[index] = .max
         for slot in Self.range(index, layout.counts) { counts[slot] = 0 }
         for slot in Self.range(index, layout.sums) { sums[slot] = CompensatedSum() }
@@ -132,7 +128,6 @@ struct WindowStates: Sendable {
         time: Int64, ingestNanos: UInt64
     ) {
         let index = Int(state)
-        events[index] += 1
         firstIngestNanos[index] = min(firstIngestNanos[index], ingestNanos)
         for (position, slot) in layout.slots.enumerated() {
             var reading = Reading.null
@@ -165,7 +160,6 @@ struct WindowStates: Sendable {
         start[into] = Swift.min(start[into], start[from])
         end[into] = Swift.max(end[into], end[from])
         lastTime[into] = Swift.max(lastTime[into], lastTime[from])
-        events[into] += events[from]
         firstIngestNanos[into] = min(firstIngestNanos[into], firstIngestNanos[from])
         for (position, slot) in layout.slots.enumerated() {
             switch slot {
@@ -196,12 +190,9 @@ struct WindowStates: Sendable {
         return zip(aggregations, layout.slots).map { aggregation, slot in
             switch slot {
             case .count(let k): .int(Int64(counts[index * layout.counts + k]))
-            case .sum(let k): sums[index * layout.sums + k].value
-            case .moments(let k):
-                aggregation.function == .avg
-                    ? (moments[index * layout.moments + k].count > 0
-                        ? .double(moments[index * layout.moments + k].mean) : .null)
-                    : moments[index * layout.moments + k].standardDeviation.map { .double($0) } ?? .null
+            case .sum(let k):
+                aggregation.function == .avg ? sums[index * layout.sums + k].mean : sums[index * layout.sums + k].value
+            case .moments(let k): moments[index * layout.moments + k].standardDeviation.map { .double($0) } ?? .null
             case .extreme(let k, _): extremes[index * layout.extremes + k].value
             case .ordered(let k, _): ordered[index * layout.ordered + k].value
             case .sketch(let k):

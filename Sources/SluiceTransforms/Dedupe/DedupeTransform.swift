@@ -30,9 +30,9 @@ struct DedupeTransform: Transform {
         }
         // Every key of the batch first, so that the table's slots for them can be fetched together.
         batchKeys.removeAll(keepingCapacity: true)
-        for index in events.indices {
+        events.forEachInPlace { event in
             do throws(EvaluationError) {
-                batchKeys.append(try keys.read(events[index]))
+                batchKeys.append(try keys.read(event))
             } catch {
                 batchKeys.append(nil)
                 pass.discards[.error] += 1
