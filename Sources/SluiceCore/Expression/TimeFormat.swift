@@ -181,8 +181,16 @@ struct TimeFormat: Sendable, Equatable {
             guard (1...12).contains(hour) else { return nil }
             hour = hour % 12 + (pm ? 12 : 0)
         }
-        var days = RFC3339.daysFromCivil(year: Int64(year), month: month, day: day)
-        if let dayOfYear { days = RFC3339.daysFromCivil(year: Int64(year), month: 1, day: 1) + Int64(dayOfYear - 1) }
+        // A day the month or year does not have (31 April, 29 February 2026, day 366 of 2026) is no time, not the
+        // day it would roll over to.
+        let days: Int64
+        if let dayOfYear {
+            guard dayOfYear <= (RFC3339.daysIn(month: 2, year: year) == 29 ? 366 : 365) else { return nil }
+            days = RFC3339.daysFromCivil(year: Int64(year), month: 1, day: 1) + Int64(dayOfYear - 1)
+        } else {
+            guard day <= RFC3339.daysIn(month: month, year: year) else { return nil }
+            days = RFC3339.daysFromCivil(year: Int64(year), month: month, day: day)
+        }
         let seconds = days * 86_400 + Int64(hour * 3_600 + minute * 60 + second) - Int64(offsetMinutes * 60)
         return seconds * 1_000 + Int64(millis)
     }

@@ -2,6 +2,7 @@
 """A seeded corpus of real-looking log lines for the parse functions, with what each line holds.
 
     python3 log_corpus.py SEED COUNT NOW_MILLIS > cases.json
+    python3 log_corpus.py multiline SEED COUNT > traces.json
 
 Every line is built from fields chosen first (hosts, users, times with their zones, requests, agents with the
 escapes nginx and Apache write, syslog priorities, structured data with its escapes, logfmt pairs, CSV records),
@@ -10,6 +11,11 @@ records are written by Python's csv module, regular-expression captures come fro
 datetime. A few lines per case are broken on purpose; their expectation is null (the event is an `error`).
 
 Output: a JSON array of cases {"name", "expression", "lines": [...], "expected": [object|array|number|null]}.
+
+With `multiline`: COUNT log records of an application (a start line with a date, and for errors a Java or Python
+stack trace, some longer than the limits, some with lines of several KiB), preceded by lines that belong to no
+record, as {"input": text, "events": [...], "cuts": n, "joined": n}: the events a multiline decoder with
+start_pattern '^\d{4}-\d{2}-\d{2} ', max_lines 40 and max_bytes 4096 gives, by the rules the README states.
 """
 import csv
 import io
@@ -19,7 +25,10 @@ import re
 import sys
 from datetime import datetime, timedelta, timezone
 
-SEED, COUNT, NOW_MILLIS = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+MULTILINE = sys.argv[1] == "multiline"
+arguments = sys.argv[2:] if MULTILINE else sys.argv[1:]
+SEED, COUNT = int(arguments[0]), int(arguments[1])
+NOW_MILLIS = int(arguments[2]) if len(arguments) > 2 else 0
 rng = random.Random(SEED)
 NOW = datetime.fromtimestamp(NOW_MILLIS / 1000, timezone.utc)
 
@@ -289,12 +298,49 @@ def app_line():
     return line, match.groupdict()
 
 
-TIME_FORMAT = "%d/%b/%Y:%H:%M:%S %z"
+# Formats as Python's strftime writes them; each case reads one. A zone-less time is UTC.
+TIME_FORMATS = {
+    "access log": "%d/%b/%Y:%H:%M:%S %z",
+    "ISO with fraction": "%Y-%m-%dT%H:%M:%S.%f%z",
+    "plain UTC": "%Y-%m-%d %H:%M:%S",
+    "HTTP date": "%a, %d %b %Y %H:%M:%S GMT",
+    "12-hour clock": "%m/%d/%Y %I:%M:%S %p",
+    "day of year": "%Y %j %H:%M",
+    "month name": "%d %B %Y %H:%M",
+}
 
 
-def time_line():
-    when = moment().astimezone(zone()).replace(microsecond=0)
-    return when.strftime(TIME_FORMAT), int(when.timestamp()) * 1000
+def time_line(name):
+    def make():
+        layout = TIME_FORMATS[name]
+        zoned = "%z" in layout
+        when = moment().astimezone(zone() if zoned else timezone.utc)
+        if "%f" not in layout:
+            when = when.replace(microsecond=0)
+        if "%S" not in layout:
+            when = when.replace(second=0)
+        millis = int(when.replace(microsecond=0).timestamp()) * 1000 + when.microsecond // 1000
+        return when.strftime(layout), millis
+    return make
+
+
+def key_value_line():
+    fields = {}
+    pairs = []
+    for _ in range(rng.randint(1, 6)):
+        key = rng.choice(["host", "user id", "status", "path", word()])
+        if key in fields:
+            continue
+        if rng.random() < 0.6:
+            value = rng.choice([word(), str(rng.randrange(10**5)), "a=b", "x y"])
+            pairs.append(rng.choice(["", " "]) + f"{key}{rng.choice(['=', ' = ', '= '])}{value}")
+        else:
+            value = rng.choice(["two; words", 'say "hi"', "", "tab\there"])
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+            pairs.append(f'{key}="{escaped}"')
+        fields[key] = value
+    # Runs of the field separator count as one.
+    return rng.choice([";", "; ", ";;"]).join(pairs), fields
 
 
 # MARK: - Cases
@@ -308,7 +354,10 @@ BROKEN = {
     "parse_logfmt": ['a="never closed', '=value'],
     "parse_csv": ['"open', 'a"b'],
     "parse_regex": ["2026-11-30T12:00:00.000Z info service=x path=/"],
-    "parse_time": ["30/Nov/2026 12:00:00", "31/Foo/2026:12:00:00 +0000"],
+    "parse_time": ["30/Nov/2026 12:00:00", "31/Foo/2026:12:00:00 +0000", "31/Feb/2026:12:00:00 +0000",
+                   "2026-02-29T10:00:00.5+0000", "2026-04-31 08:00:00", "Sun, 31 Jun 2026 10:00:00 GMT",
+                   "13/01/2026 01:00:00 AM", "2026 367 10:00", "2026 366 10:00", "30 February 2026 10:00"],
+    "parse_key_value": ['a="open; b=1'],
 }
 
 
@@ -327,6 +376,67 @@ def case(name, expression, make, function):
     return {"name": name, "expression": expression, "lines": lines, "expected": expected}
 
 
+def record():
+    """One application record: its lines, the first a start line."""
+    when = moment(datetime(2026, 11, 30, tzinfo=timezone.utc), 1)
+    level = rng.choice(["INFO"] * 6 + ["WARN", "ERROR", "ERROR"])
+    first = f"{when.strftime('%Y-%m-%d %H:%M:%S')}.{when.microsecond // 1000:03d} {level} [worker-{rng.randrange(8)}] "
+    if level != "ERROR":
+        return [first + rng.choice(MESSAGES[:-1])]
+    shape = rng.random()
+    if shape < 0.5:
+        lines = [first + "request failed", f"java.lang.IllegalStateException: state {word()}"]
+        for depth in range(rng.choice([1, 3, 8, 20, 60, 130])):
+            lines.append(f"\tat com.example.{word().capitalize()}.{word()}({word().capitalize()}.java:{rng.randrange(1, 900)})")
+            if rng.random() < 0.05:
+                lines.append(f"Caused by: java.io.IOException: {word()} 2026-11-30 not a start")
+        lines.append(f"\t... {rng.randrange(1, 40)} more")
+    elif shape < 0.9:
+        lines = [first + "handler crashed", "Traceback (most recent call last):"]
+        for depth in range(rng.choice([1, 2, 5, 45])):
+            lines.append(f'  File "/srv/app/{word()}.py", line {rng.randrange(1, 500)}, in {word()}')
+            lines.append(f"    {word()}({word()}, ü={rng.randrange(99)})")
+        lines += ["", f"ValueError: {word()}"]
+    else:
+        # A dump with lines of several KiB: over max_bytes in a few lines.
+        lines = [first + "payload dump"] + ["x" * rng.randrange(500, 3000) for _ in range(rng.randint(1, 6))]
+    return lines
+
+
+def assemble(lines, max_lines=40, max_bytes=4096):
+    """The README's rules: a start line begins an event; another line joins the open one with a newline, unless
+    that would pass max_lines or max_bytes, which cuts it (counted) and begins the next; at the end, the open event
+    is emitted."""
+    start = re.compile(r"^\d{4}-\d{2}-\d{2} ")
+    events, pending, count, cuts, joined = [], None, 0, 0, 0
+    for line in lines:
+        size = len(line.encode())
+        if pending is None or start.match(line):
+            if pending is not None:
+                events.append(pending)
+            pending, count = line, 1
+        elif count + 1 > max_lines or len(pending.encode()) + 1 + size > max_bytes:
+            cuts += 1
+            events.append(pending)
+            pending, count = line, 1
+        else:
+            pending += "\n" + line
+            count += 1
+            joined += 1
+    if pending is not None:
+        events.append(pending)
+    return events, cuts, joined
+
+
+if MULTILINE:
+    lines = ["    at a continuation before any record", "Traceback (most recent call last):"]
+    for _ in range(COUNT):
+        lines += record()
+    events, cuts, joined = assemble(lines)
+    json.dump({"input": "\n".join(lines) + "\n", "events": events, "cuts": cuts, "joined": joined}, sys.stdout,
+              ensure_ascii=False)
+    sys.exit(0)
+
 cases = [
     case("combined access log", "parse_combined_log(.message)", lambda: access_line(True), "parse_combined_log"),
     case("common access log", "parse_common_log(.message)", lambda: access_line(False), "parse_common_log"),
@@ -335,6 +445,10 @@ cases = [
     case("logfmt", "parse_logfmt(.message)", logfmt_line, "parse_logfmt"),
     case("CSV", "parse_csv(.message)", csv_line, "parse_csv"),
     case("named captures", "parse_regex(.message, " + json.dumps(APP_PATTERN) + ")", app_line, "parse_regex"),
-    case("access log time", "parse_time(.message, " + json.dumps(TIME_FORMAT) + ")", time_line, "parse_time"),
+    case("key=value; ...", 'parse_key_value(.message, ";", "=")', key_value_line, "parse_key_value"),
+] + [
+    case(f"time: {name}", "parse_time(.message, " + json.dumps(layout.replace(" GMT", " %Z")) + ")", time_line(name),
+         "parse_time")
+    for name, layout in TIME_FORMATS.items()
 ]
 json.dump(cases, sys.stdout, ensure_ascii=False)
