@@ -141,7 +141,8 @@ struct AggregateTransform: Transform {
         values = Array(repeating: .null, count: arguments.count)
         errors = EvaluationErrorLog(componentID: context.id, log: context.log)
         groups = Groups(width: config.groupBy.count)
-        states = WindowStates(layout: AccumulatorLayout(config.aggregations))
+        states = WindowStates(
+            layout: AccumulatorLayout(config.aggregations), argumentIndex: argumentIndex, collectLimits: collectLimits)
     }
 
     var state: TransformState? { TransformState(name: "open_windows", size: open, evictedTotal: evicted) }
@@ -387,9 +388,7 @@ struct AggregateTransform: Transform {
             groups.lastEnd[Int(group)] = end
             groups.lastState[Int(group)] = state
         }
-        states.fold(
-            state, readings, values, argumentIndex: argumentIndex, collectLimits: collectLimits, time: eventTime,
-            ingestNanos: ingestNanos)
+        states.fold(state, readings, values, time: eventTime, ingestNanos: ingestNanos)
     }
 
     /// The index in ``windows`` of the window ending at `end`, added if it is not open.
@@ -436,9 +435,7 @@ struct AggregateTransform: Transform {
             sessionHeap.push(end: eventTime + gap, order: groups.firstSeen[Int(group)], state: state, states)
         }
         groups.sessions[Int(group)] = list
-        states.fold(
-            state, readings, values, argumentIndex: argumentIndex, collectLimits: collectLimits, time: eventTime,
-            ingestNanos: ingestNanos)
+        states.fold(state, readings, values, time: eventTime, ingestNanos: ingestNanos)
     }
 
     /// Frees a state that was emitted or merged into another, and its group with its last state.

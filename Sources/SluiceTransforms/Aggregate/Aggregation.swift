@@ -54,6 +54,11 @@ enum Reading: Sendable {
         }
     }
 
+    /// True for null or missing, which every function but `count()` skips.
+    var isNull: Bool {
+        if case .null = self { true } else { false }
+    }
+
     /// An integer or double as a double (0 for anything else, which the caller has ruled out).
     var number: Double {
         switch self {

@@ -10,6 +10,9 @@ internal import SluiceCore
 /// reference count per state.
 struct WindowStates: Sendable {
     let layout: AccumulatorLayout
+    /// Which aggregations fold into each kind of column: a `let`, so that reading it while the columns change
+    /// copies nothing.
+    private let plan: FoldPlan
 
     // MARK: Per state
 
@@ -42,8 +45,11 @@ struct WindowStates: Sendable {
     private var distincts: [DistinctCounter] = []
     private var collected: [Collected] = []
 
-    init(layout: AccumulatorLayout) {
+    /// States for aggregations laid out by `layout`, aggregation `k` reading argument `argumentIndex[k]` (none for
+    /// `count()`), a `collect` keeping at most `collectLimits[k]` values.
+    init(layout: AccumulatorLayout, argumentIndex: [Int?], collectLimits: [Int]) {
         self.layout = layout
+        plan = FoldPlan(layout, argumentIndex: argumentIndex, collectLimits: collectLimits)
         // An empty array shares one static buffer, which is never unique: a column of a kind this aggregate does not
         // use would be copied into a buffer of its own whenever a fold that may write it runs. Each gets one now.
         counts.reserveCapacity(1)
@@ -120,35 +126,93 @@ struct WindowStates: Sendable {
 
     // MARK: - Folding
 
-    /// Folds one event into `state`: for aggregation `k`, its argument's reading `readings[argumentIndex[k]]`
-    /// (which the caller has checked is a number or null where the function needs one) and, for the functions that
-    /// keep values, its value in `values`; its time and its ingest time.
-    mutating func fold(
-        _ state: Int32, _ readings: [Reading], _ values: [JSONValue], argumentIndex: [Int?], collectLimits: [Int],
-        time: Int64, ingestNanos: UInt64
-    ) {
+    /// Folds one event into `state`: for each aggregation, its argument's reading in `readings` (which the caller
+    /// has checked is a number or null where the function needs one; a null is skipped) and, for the functions
+    /// that keep values, its value in `values`; its time and its ingest time.
+    ///
+    /// Kind by kind: each column written makes its array unique first (a runtime call), and a loop over every
+    /// aggregation whatever its kind made every column unique, the unused ones too, for every event.
+    mutating func fold(_ state: Int32, _ readings: [Reading], _ values: [JSONValue], time: Int64, ingestNanos: UInt64)
+    {
         let index = Int(state)
         firstIngestNanos[index] = min(firstIngestNanos[index], ingestNanos)
-        for (position, slot) in layout.slots.enumerated() {
-            var reading = Reading.null
-            var argument = 0
-            if let found = argumentIndex[position] {
-                argument = found
-                reading = readings[argument]
-                if case .null = reading { continue }
+        if !plan.counts.isEmpty {
+            for step in plan.counts where step.argument < 0 || !readings[step.argument].isNull {
+                counts[index * layout.counts + step.slot] += 1
             }
-            switch slot {
-            case .count(let k): counts[index * layout.counts + k] += 1
-            case .sum(let k): sums[index * layout.sums + k].add(reading)
-            case .moments(let k): moments[index * layout.moments + k].add(reading.number)
-            case .extreme(let k, let isMax): extremes[index * layout.extremes + k].add(reading, isMax: isMax)
-            case .ordered(let k, let isLast):
-                ordered[index * layout.ordered + k].add(values[argument], time: time, isLast: isLast)
-            case .sketch(let k): sketches[index * layout.sketches + k].add(reading.number)
-            case .distinct(let k): distincts[index * layout.distincts + k].add(hash: StableHash.hash(values[argument]))
-            case .collected(let k):
-                collected[index * layout.collected + k].add(
-                    values[argument], time: time, limit: collectLimits[position])
+        }
+        if !plan.sums.isEmpty {
+            for step in plan.sums where !readings[step.argument].isNull {
+                sums[index * layout.sums + step.slot].add(readings[step.argument])
+            }
+        }
+        if !plan.moments.isEmpty {
+            for step in plan.moments where !readings[step.argument].isNull {
+                moments[index * layout.moments + step.slot].add(readings[step.argument].number)
+            }
+        }
+        if !plan.extremes.isEmpty {
+            for step in plan.extremes where !readings[step.argument].isNull {
+                extremes[index * layout.extremes + step.slot].add(readings[step.argument], isMax: step.flag)
+            }
+        }
+        if !plan.sketches.isEmpty {
+            for step in plan.sketches where !readings[step.argument].isNull {
+                sketches[index * layout.sketches + step.slot].add(readings[step.argument].number)
+            }
+        }
+        if !plan.ordered.isEmpty {
+            for step in plan.ordered where !readings[step.argument].isNull {
+                ordered[index * layout.ordered + step.slot].add(values[step.argument], time: time, isLast: step.flag)
+            }
+        }
+        if !plan.distincts.isEmpty {
+            for step in plan.distincts where !readings[step.argument].isNull {
+                distincts[index * layout.distincts + step.slot].add(hash: StableHash.hash(values[step.argument]))
+            }
+        }
+        if !plan.collected.isEmpty {
+            for step in plan.collected where !readings[step.argument].isNull {
+                collected[index * layout.collected + step.slot].add(
+                    values[step.argument], time: time, limit: step.limit)
+            }
+        }
+    }
+
+    /// The aggregations of each kind of column, in order.
+    private struct FoldPlan: Sendable {
+        /// One aggregation: the argument it reads (-1 for `count()`), its slot among its state's accumulators of
+        /// its kind, `max` or `last` (against `min`, `first`), and a `collect` limit.
+        struct Step: Sendable {
+            let argument: Int
+            let slot: Int
+            var flag = false
+            var limit = 0
+        }
+
+        var counts: [Step] = []
+        var sums: [Step] = []
+        var moments: [Step] = []
+        var extremes: [Step] = []
+        var ordered: [Step] = []
+        var sketches: [Step] = []
+        var distincts: [Step] = []
+        var collected: [Step] = []
+
+        init(_ layout: AccumulatorLayout, argumentIndex: [Int?], collectLimits: [Int]) {
+            for (position, slot) in layout.slots.enumerated() {
+                let argument = argumentIndex[position] ?? -1
+                switch slot {
+                case .count(let k): counts.append(Step(argument: argument, slot: k))
+                case .sum(let k): sums.append(Step(argument: argument, slot: k))
+                case .moments(let k): moments.append(Step(argument: argument, slot: k))
+                case .extreme(let k, let isMax): extremes.append(Step(argument: argument, slot: k, flag: isMax))
+                case .ordered(let k, let isLast): ordered.append(Step(argument: argument, slot: k, flag: isLast))
+                case .sketch(let k): sketches.append(Step(argument: argument, slot: k))
+                case .distinct(let k): distincts.append(Step(argument: argument, slot: k))
+                case .collected(let k):
+                    collected.append(Step(argument: argument, slot: k, limit: collectLimits[position]))
+                }
             }
         }
     }
