@@ -246,11 +246,17 @@ extension Event: Hashable {
 extension Array where Element == Event {
     /// Keeps, in order, the events for which `body` returns true, letting `body` change each one on the way: the
     /// single in-place pass that every stage uses, so a stage allocates no second array per batch.
+    ///
+    /// Through the array's buffer: the array's own `swapAt` copies the events it swaps (a retain and a release of
+    /// each), the buffer's moves them.
     public mutating func retainEvents(_ body: (inout Event) -> Bool) {
-        var kept = 0
-        for index in indices where body(&self[index]) {
-            if kept != index { swapAt(kept, index) }
-            kept += 1
+        let kept = withUnsafeMutableBufferPointer { events in
+            var kept = 0
+            for index in events.indices where body(&events[index]) {
+                if kept != index { events.swapAt(kept, index) }
+                kept += 1
+            }
+            return kept
         }
         removeLast(count - kept)
     }
@@ -259,6 +265,8 @@ extension Array where Element == Event {
     /// function that throws a typed error is copied first (a retain and a release, with Swift 6.3's optimizer),
     /// as is each one a `for`-`in` loop gives; one lent from here is not.
     public mutating func forEachInPlace(_ body: (inout Event) -> Void) {
-        for index in indices { body(&self[index]) }
+        withUnsafeMutableBufferPointer { events in
+            for index in events.indices { body(&events[index]) }
+        }
     }
 }

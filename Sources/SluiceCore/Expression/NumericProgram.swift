@@ -53,7 +53,15 @@ struct NumericProgram: Sendable {
     /// the general program must answer.
     typealias Code = @Sendable (Event, inout ExpressionState) -> Scalar?
 
-    private let code: Code
+    /// The compiled root, in an object of its own so that a list of programs can call it without taking a
+    /// reference (``SharedNumericPrograms``).
+    final class Compiled: Sendable {
+        let code: Code
+
+        init(_ code: @escaping Code) { self.code = code }
+    }
+
+    let compiled: Compiled
 
     /// The numeric form of `root`, or `nil` when it has a part the numeric program does not cover. A top-level
     /// field's slot is its index in `fieldNames`, and a pattern's number its index in `patterns`, as in the general
@@ -72,14 +80,14 @@ struct NumericProgram: Sendable {
         if case .path = root { return nil }
         var compiler = Compiler(fieldNames: fieldNames, patterns: patterns, sharing: sharing)
         guard let code = compiler.compile(root), compiler.readsAField else { return nil }
-        self.code = code
+        compiled = Compiled(code)
         fieldNames = compiler.fieldNames
         patterns = compiler.patterns
     }
 
     /// The value for `event`, or `nil` when this event needs the general program.
     func run(_ event: Event, _ state: inout ExpressionState) -> JSONValue? {
-        code(event, &state)?.value
+        compiled.code(event, &state)?.value
     }
 
     private struct Compiler {
@@ -313,7 +321,11 @@ extension NumericProgram {
 /// parsed once. An expression without a numeric program, and an event a program gives up on, take the expression's
 /// general program (``Expression/evaluateByGeneralProgram(_:_:)``) with a state of their own.
 package struct SharedNumericPrograms: Sendable {
+    /// The programs, which keep their code alive as long as this lives.
     private let programs: [NumericProgram?]
+    /// The same code, unretained: a closure loaded from an array to be called is retained and released around the
+    /// call (a route paid that for every condition of every event); `programs` holds every one of them.
+    private let code: [Unmanaged<NumericProgram.Compiled>?]
     private let initialState: ExpressionState
 
     /// The programs of `expressions`, in order.
@@ -323,6 +335,7 @@ package struct SharedNumericPrograms: Sendable {
         programs = expressions.map {
             NumericProgram($0.root, fieldNames: &fieldNames, patterns: &patterns, sharing: true)
         }
+        code = programs.map { $0.map { Unmanaged.passUnretained($0.compiled) } }
         var state = ExpressionState(
             locators: fieldNames.map(FieldLocator.init), registers: [],
             matchers: Array(repeating: nil, count: patterns.count))
@@ -338,6 +351,6 @@ package struct SharedNumericPrograms: Sendable {
 
     /// The value of expression `index` for `event` by its numeric program; `nil` where it has none or gives up.
     package func run(_ index: Int, _ event: Event, _ state: inout ExpressionState) -> JSONValue? {
-        programs[index]?.run(event, &state)
+        code[index]?._withUnsafeGuaranteedRef { $0.code(event, &state) }?.value
     }
 }
