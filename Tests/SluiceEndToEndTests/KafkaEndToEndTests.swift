@@ -56,31 +56,11 @@ struct KafkaEndToEndTests {
         return child
     }
 
-    /// The latest report's component `id`, from a running process's metrics file.
-    static func latest(_ pipeline: TemporaryPipeline, _ id: String) -> JSONValue? {
-        guard let last = try? pipeline.reports().last, case .array(let components)? = last["components"] else {
-            return nil
-        }
-        return components.first { $0["component_id"] == .string(id) }
-    }
-
     /// What a member of a test was doing, for the message of a wait that failed: its latest report of the source
     /// and the sink, and the end of its stderr.
     static func state(of pipeline: TemporaryPipeline, _ child: SluiceProcess) -> String {
-        let components = ["in", "out"].map { id in latest(pipeline, id).map { JSONWriter.string($0) } ?? "no report" }
+        let components = ["in", "out"].map { id in pipeline.latest(id).map { JSONWriter.string($0) } ?? "no report" }
         return components.joined(separator: "\n") + "\nstderr: " + child.errorText.suffix(1500)
-    }
-
-    /// Waits (bounded) until the latest report of `id` satisfies `condition`.
-    static func waitForReport(
-        _ pipeline: TemporaryPipeline, _ id: String, seconds: Double = 60, _ condition: (JSONValue) -> Bool
-    ) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let report = latest(pipeline, id), condition(report) { return true }
-            usleep(100_000)
-        }
-        return false
     }
 
     @Test func oneSluiceCopies100000EventsInOrderPerKeyAndCommitsExactlyWhatItWrote() throws {
@@ -111,7 +91,7 @@ struct KafkaEndToEndTests {
         defer { again.remove() }
         let second = try Self.start(again, peer)
         defer { second.killIfRunning() }
-        #expect(Self.waitForReport(again, "in") { $0.int("partitions_assigned") == 4 })
+        #expect(again.waitForReport("in") { $0.int("partitions_assigned") == 4 })
         kill(second.process.processIdentifier, SIGTERM)
         #expect(second.waitForExit() == 0)
         #expect(try again.finalComponent("in")?.int("received_events_total") == 0)
@@ -129,7 +109,7 @@ struct KafkaEndToEndTests {
         defer { pipeline.remove() }
         let child = try Self.start(pipeline, peer)
         defer { child.killIfRunning() }
-        #expect(Self.waitForReport(pipeline, "out") { $0.int("sent_events_total") == 50_000 })
+        #expect(pipeline.waitForReport("out") { $0.int("sent_events_total") == 50_000 })
         try ReloadEndToEndTests().rewrite(
             pipeline, yaml.replacingOccurrences(of: "commit_interval_ms: 200", with: "commit_interval_ms: 300"))
         kill(child.process.processIdentifier, SIGHUP)
@@ -170,20 +150,20 @@ struct KafkaEndToEndTests {
         // progress allow five.)
         for (pipeline, child) in zip(pipelines, children) {
             #expect(
-                Self.waitForReport(pipeline, "in") { ($0.int("partitions_assigned") ?? 0) >= 1 },
+                pipeline.waitForReport("in") { ($0.int("partitions_assigned") ?? 0) >= 1 },
                 "\(Self.state(of: pipeline, child))")
         }
         #expect(
-            Self.waitForReport(pipelines[0], "out", seconds: 240) { ($0.int("sent_events_total") ?? 0) >= count / 20 },
+            pipelines[0].waitForReport("out", seconds: 240) { ($0.int("sent_events_total") ?? 0) >= count / 20 },
             "\(Self.state(of: pipelines[0], children[0]))")
-        let killedRead = Self.latest(pipelines[0], "in")?.int("received_events_total") ?? 0
+        let killedRead = pipelines[0].latest("in")?.int("received_events_total") ?? 0
         kill(children[0].process.processIdentifier, SIGKILL)
         #expect(
-            Self.waitForReport(pipelines[1], "out", seconds: 240) { ($0.int("sent_events_total") ?? 0) >= count / 10 },
+            pipelines[1].waitForReport("out", seconds: 240) { ($0.int("sent_events_total") ?? 0) >= count / 10 },
             "\(Self.state(of: pipelines[1], children[1]))")
         kill(children[1].process.processIdentifier, SIGTERM)
         #expect(children[1].waitForExit() == 0)
-        #expect(Self.waitForReport(pipelines[2], "in") { $0.int("partitions_assigned") == 32 })
+        #expect(pipelines[2].waitForReport("in") { $0.int("partitions_assigned") == 32 })
 
         let check = try peer.ask("check \(outputs) \(count) 120")
         #expect(check["distinct"] as? Int == count, "every event is in the output at least once")
@@ -227,8 +207,8 @@ struct KafkaEndToEndTests {
         // input left in Kafka. (The lag shown covers the partitions whose end librdkafka has seen: on a loaded
         // machine a partition paused before its first fetch is not in it yet.)
         #expect(
-            Self.waitForReport(pipeline, "in") { $0["paused"] == .bool(true) && ($0.int("consumer_lag") ?? 0) > 0 })
-        let stalled = try #require(Self.latest(pipeline, "in"))
+            pipeline.waitForReport("in") { $0["paused"] == .bool(true) && ($0.int("consumer_lag") ?? 0) > 0 })
+        let stalled = try #require(pipeline.latest("in"))
         let lagWhileStalled = stalled.int("consumer_lag") ?? 0
         #expect(stalled.int("pauses_total") ?? 0 >= 1)
         #expect((stalled.int("received_events_total") ?? .max) < count / 4, "the source holds back while paused")
@@ -241,7 +221,7 @@ struct KafkaEndToEndTests {
             lines += chunk.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
         }
         #expect(lines == count)
-        #expect(Self.waitForReport(pipeline, "in") { $0.int("consumer_lag") == 0 }, "the lag drains")
+        #expect(pipeline.waitForReport("in") { $0.int("consumer_lag") == 0 }, "the lag drains")
         kill(child.process.processIdentifier, SIGTERM)
         _ = child.readAllOutput()
         #expect(child.waitForExit() == 0)
@@ -275,7 +255,7 @@ struct KafkaEndToEndTests {
         defer { child.killIfRunning() }
         // Nothing is read from stdout yet: the source pauses all four partitions.
         #expect(
-            Self.waitForReport(pipeline, "in") { $0["paused"] == .bool(true) && $0.int("partitions_assigned") == 4 },
+            pipeline.waitForReport("in") { $0["paused"] == .bool(true) && $0.int("partitions_assigned") == 4 },
             "\(Self.state(of: pipeline, child))")
         // A visitor joins for 10 s: two of them (paused in librdkafka) are taken away.
         let visited = DispatchSemaphore(value: 0)
@@ -286,19 +266,19 @@ struct KafkaEndToEndTests {
             visited.signal()
         }
         #expect(
-            Self.waitForReport(pipeline, "in") { $0.int("partitions_assigned") == 2 }, "\(Self.state(of: pipeline, child))")
+            pipeline.waitForReport("in") { $0.int("partitions_assigned") == 2 }, "\(Self.state(of: pipeline, child))")
         // Meanwhile stdout is read to its end: the source resumes the two it kept.
         let output = Locked(Data())
         Thread.detachNewThread {
             while let chunk = child.readChunk() { output.locked { $0.append(chunk) } }
         }
         #expect(
-            Self.waitForReport(pipeline, "in") { $0["paused"] == .bool(false) }, "\(Self.state(of: pipeline, child))")
+            pipeline.waitForReport("in") { $0["paused"] == .bool(false) }, "\(Self.state(of: pipeline, child))")
         // The visitor leaves, and the two come back.
         #expect(visited.wait(timeout: .now() + 60) == .success)
         #expect(answer.locked { $0.contains("read") }, "the visitor answered \(answer.locked { $0 })")
         #expect(
-            Self.waitForReport(pipeline, "in") { $0.int("partitions_assigned") == 4 }, "\(Self.state(of: pipeline, child))")
+            pipeline.waitForReport("in") { $0.int("partitions_assigned") == 4 }, "\(Self.state(of: pipeline, child))")
         // Every event comes out, the given-back partitions' included (read again from the last commit).
         func distinct() -> Int {
             let text = output.locked { String(decoding: $0, as: UTF8.self) }
@@ -476,7 +456,7 @@ struct KafkaEndToEndTests {
         defer { pipeline.remove() }
         let child = try Self.start(pipeline, peer)
         defer { child.killIfRunning() }
-        #expect(Self.waitForReport(pipeline, "out") { $0.int("discarded_events_total", "error") == 1000 })
+        #expect(pipeline.waitForReport("out") { $0.int("discarded_events_total", "error") == 1000 })
         kill(child.process.processIdentifier, SIGTERM)
         #expect(child.waitForExit() == 0)
         let sink = try #require(try pipeline.finalComponent("out"))
@@ -499,7 +479,7 @@ struct KafkaEndToEndTests {
         defer { pipeline.remove() }
         let child = try Self.start(pipeline, peer)
         defer { child.killIfRunning() }
-        #expect(Self.waitForReport(pipeline, "out") { $0.int("sent_events_total") == 20_000 })
+        #expect(pipeline.waitForReport("out") { $0.int("sent_events_total") == 20_000 })
         #expect(try peer.ask("down")["down"] as? Int == 3)
         let before = child.cpuSeconds ?? 0
         // The errors are reported once the clients notice the brokers are gone.

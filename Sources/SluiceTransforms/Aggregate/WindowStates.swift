@@ -132,8 +132,7 @@ struct WindowStates: Sendable {
     ///
     /// Kind by kind: each column written makes its array unique first (a runtime call), and a loop over every
     /// aggregation whatever its kind made every column unique, the unused ones too, for every event.
-    mutating func fold(_ state: Int32, _ readings: [Reading], _ values: [JSONValue], time: Int64, ingestNanos: UInt64)
-    {
+    mutating func fold(_ state: Int32, _ readings: [Reading], _ values: [JSONValue], time: Int64, ingestNanos: UInt64) {
         let index = Int(state)
         firstIngestNanos[index] = min(firstIngestNanos[index], ingestNanos)
         if !plan.counts.isEmpty {

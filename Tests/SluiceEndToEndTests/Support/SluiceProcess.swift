@@ -226,6 +226,24 @@ struct TemporaryPipeline {
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
+
+    /// The latest report's component `id`, from a running process's metrics file.
+    func latest(_ id: String) -> JSONValue? {
+        guard let last = try? reports().last, case .array(let components)? = last["components"] else {
+            return nil
+        }
+        return components.first { $0["component_id"] == .string(id) }
+    }
+
+    /// Waits (bounded) until the latest report of `id` satisfies `condition`.
+    func waitForReport(_ id: String, seconds: Double = 60, _ condition: (JSONValue) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let report = latest(id), condition(report) { return true }
+            usleep(100_000)
+        }
+        return false
+    }
 }
 
 extension JSONValue {
