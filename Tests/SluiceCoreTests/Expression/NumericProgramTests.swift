@@ -14,6 +14,8 @@ struct NumericProgramTests {
         #"matches(.s, "(?i)err\\b") && .a > 0"#, #"!matches(.a, "^1")"#, #"matches(.s, "^a") || .f"#,
         #".s == "abc""#, #".s != "ab ERR 7""#, #""7" == .s"#, #".s == "K""#, #".s == """#, ".a == null",
         "null != .s", ".f != null && .a > 1", "30 == .a", ".a != 1.5",
+        // Each operator with a number on its right (compiled apart), dividing by zero too.
+        ".a - 2", ".a - 0.5", ".a % 7", ".a % 0", ".a / 0", ".a * -3",
     ]
 
     @Test func theCommonFormsHaveANumericProgramAndOthersDoNot() throws {
