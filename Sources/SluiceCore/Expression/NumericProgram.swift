@@ -208,7 +208,9 @@ struct NumericProgram: Sendable {
         static func arithmetic(_ op: ArithmeticOperator, _ value: @escaping Code, _ constant: Scalar) -> Code {
             switch op {
             case .add:
-                return { event, state in value(event, &state).flatMap { NumericProgram.arithmetic(.add, $0, constant) } }
+                return { event, state in
+                    value(event, &state).flatMap { NumericProgram.arithmetic(.add, $0, constant) }
+                }
             case .subtract:
                 return { event, state in
                     value(event, &state).flatMap { NumericProgram.arithmetic(.subtract, $0, constant) }
