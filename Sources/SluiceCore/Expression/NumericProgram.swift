@@ -204,7 +204,8 @@ struct NumericProgram: Sendable {
         }
 
         /// A value and a number, the commonest arithmetic (`.temp * 9 / 5 + 32`): the number is not a call of its
-        /// own, and the operator is chosen here, once, instead of for every event (5 of a map's 125 ns).
+        /// own, and the operator is chosen here, once, instead of for every event (5 of a map's 125 ns). Hence five
+        /// closures alike but for the operator: one closure capturing it, switched on per event, measured 4 ns slower.
         static func arithmetic(_ op: ArithmeticOperator, _ value: @escaping Code, _ constant: Scalar) -> Code {
             switch op {
             case .add:
