@@ -20,19 +20,24 @@ struct LogCorpusEndToEndTests {
         var expected: [JSONValue]
     }
 
-    /// The corpus: `count` lines per case from seed `seed`; RFC 3164 times are read relative to now.
-    static func corpus(seed: Int, count: Int) throws -> [Case] {
+    /// What the script writes when run with `arguments`.
+    static func runScript(_ arguments: [String]) throws -> JSONValue {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        process.arguments = [script.path, String(seed), String(count), String(now)]
+        process.arguments = [script.path] + arguments
         let output = Pipe()
         process.standardOutput = output
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        guard case .array(let cases) = try JSONReader.parse(String(decoding: data, as: UTF8.self)) else { return [] }
+        return try JSONReader.parse(String(decoding: data, as: UTF8.self))
+    }
+
+    /// The corpus: `count` lines per case from seed `seed`; RFC 3164 times are read relative to now.
+    static func corpus(seed: Int, count: Int) throws -> [Case] {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        guard case .array(let cases) = try runScript([String(seed), String(count), String(now)]) else { return [] }
         return cases.compactMap { value in
             guard case .string(let name)? = value["name"], case .string(let expression)? = value["expression"],
                 case .array(let lines)? = value["lines"], case .array(let expected)? = value["expected"]
@@ -61,15 +66,7 @@ struct LogCorpusEndToEndTests {
     /// `max_lines`, some with lines of several KiB: every record comes out as the events the README's rules give,
     /// in order, with the cuts and joined lines counted.
     @Test func multilineRecordsComeOutWholeAcrossReads() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.script.path, "multiline", "11", "20000"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let corpus = try JSONReader.parse(String(decoding: data, as: UTF8.self))
+        let corpus = try Self.runScript(["multiline", "11", "20000"])
         guard case .string(let input)? = corpus["input"], case .array(let expected)? = corpus["events"],
             let cuts = corpus.int("cuts"), let joined = corpus.int("joined")
         else {
