@@ -329,11 +329,7 @@ struct AggregateEndToEndTests {
         defer { try? FileManager.default.removeItem(atPath: config) }
         let expected = try Self.python(["compute", "--config", config], input: first + "{\"__flush__\":true}\n" + rest)
         try Self.compare(output, expected, try pipeline.reports().last, functions)
-        #expect(
-            try pipeline.reports().last?["components"].flatMap { components -> Int? in
-                guard case .array(let list) = components else { return nil }
-                return list.first { $0["component_id"] == "agg" }?.int("discarded_events_total", "late")
-            } == 30)
+        #expect(pipeline.latest("agg")?.int("discarded_events_total", "late") == 30)
     }
 
     @Test func aStopInTheMiddleOfAWindowEmitsItAsPartial() throws {
@@ -347,8 +343,7 @@ struct AggregateEndToEndTests {
         defer { pipeline.remove() }
         // SIGTERM once the aggregate has received all 9,000 (the second window, from 60 s to 120 s, is half full).
         let (output, status) = try runInTwoPhases(pipeline, first: first, rest: nil) { _, reports in
-            guard case .array(let components)? = reports.last?["components"] else { return false }
-            return components.first { $0["component_id"] == "agg" }?.int("received_events_total") == 9_000
+            TemporaryPipeline.component("agg", of: reports.last)?.int("received_events_total") == 9_000
         }
         #expect(status == 0)
         let functions: [[Any]] = [["readings", "count", "", 0], ["max_temp", "max", "temperature", 0]]

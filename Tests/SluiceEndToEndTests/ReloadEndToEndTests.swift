@@ -421,10 +421,7 @@ struct ReloadEndToEndTests {
         while !Self.numbers(output).contains(8), let chunk = child.readChunk() { output.append(chunk) }
         // Every event through the route (its input ended with them, so it ended too, all but surely).
         let deadline = ContinuousClock.now + .seconds(60)
-        while (try? pipeline.reports().last?["components"])?.flatMap({ components -> Int? in
-            guard case .array(let list) = components else { return nil }
-            return list.first { $0["component_id"] == "r" }?.int("received_events_total")
-        }) != 10, ContinuousClock.now < deadline {
+        while pipeline.latest("r")?.int("received_events_total") != 10, ContinuousClock.now < deadline {
             usleep(20_000)
         }
         let file = pipeline.directory.appendingPathComponent("threes.jsonl").path

@@ -39,11 +39,7 @@ struct WebSocketServerCloseEndToEndTests {
             defer { peer.stop() }
             if arguments == slowClient {
                 func discarded(_ cause: String) -> Int {
-                    let sink = try? pipeline.reports().last.flatMap { report -> JSONValue? in
-                        guard case .array(let components)? = report["components"] else { return nil }
-                        return components.first { $0["component_id"] == "live" }
-                    }
-                    return sink?.int("client_discarded_events_total", cause) ?? 0
+                    pipeline.latest("live")?.int("client_discarded_events_total", cause) ?? 0
                 }
                 // Drops for this client alone: more than its whole queue since it connected.
                 let before = discarded("slow_client")
@@ -100,11 +96,7 @@ struct WebSocketServerCloseEndToEndTests {
         // Once the server counts the client, 5,000 readings arrive in one write: batches of up to 1,024.
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            let clients = try? pipeline.reports().last.flatMap { report -> Int? in
-                guard case .array(let components)? = report["components"] else { return nil }
-                return components.first { $0["component_id"] == "live" }?.int("clients")
-            }
-            if clients == 1 { break }
+            if pipeline.latest("live")?.int("clients") == 1 { break }
             usleep(20_000)
         }
         let lines = (0..<5000).map { #"{"seq":\#($0)}"# }.joined(separator: "\n") + "\n"

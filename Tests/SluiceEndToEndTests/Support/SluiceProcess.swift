@@ -219,19 +219,20 @@ struct TemporaryPipeline {
 
     /// The final report's component with `id`.
     func finalComponent(_ id: String) throws -> JSONValue? {
-        guard let last = try reports().last, last["final"] == .bool(true),
-            case .array(let components)? = last["components"]
-        else { return nil }
-        return components.first { $0["component_id"] == .string(id) }
+        guard let last = try reports().last, last["final"] == .bool(true) else { return nil }
+        return Self.component(id, of: last)
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
 
     /// The latest report's component `id`, from a running process's metrics file.
     func latest(_ id: String) -> JSONValue? {
-        guard let last = try? reports().last, case .array(let components)? = last["components"] else {
-            return nil
-        }
+        Self.component(id, of: try? reports().last)
+    }
+
+    /// Component `id` of `report`.
+    static func component(_ id: String, of report: JSONValue?) -> JSONValue? {
+        guard case .array(let components)? = report?["components"] else { return nil }
         return components.first { $0["component_id"] == .string(id) }
     }
 
