@@ -12,8 +12,11 @@ internal import Synchronization
 /// partition, every `commit_interval_ms`, before a partition is given up in a rebalance, and once the pipeline
 /// has drained. A crash repeats what was not committed; it loses nothing.
 ///
-/// While two batches wait for the task (the pipeline pushes back), the thread pauses every partition it owns, so
-/// librdkafka stops fetching and memory stays bounded; it resumes when the task takes one.
+/// While two batches wait for the task (the pipeline pushes back), the thread stops reading; librdkafka fetches
+/// ahead only up to `queued.max.messages.kbytes`, so memory stays bounded. When the task has taken none for
+/// ``pauseAfterNanos``, the thread pauses every partition it owns and polls on (serving rebalances and the poll
+/// interval the group demands); it resumes when the task takes one. Not pausing at once matters: librdkafka drops
+/// what it fetched ahead of a partition when the partition is paused and fetches it again on resume.
 ///
 /// When a reload gives it new options, it stops fetching, waits (up to ``handOverWait``) until what it sent is
 /// finished, commits and leaves the group before the next instance joins it with the new options: that one goes
@@ -26,6 +29,9 @@ final class KafkaSource: Source {
     init(config: KafkaSourceConfig) {
         self.config = config
     }
+
+    /// How long the poll thread waits for the pipeline to take a batch before it pauses the partitions.
+    static let pauseAfterNanos: UInt64 = 500_000_000
 
     /// How long a replaced instance waits for what it sent to be finished before it commits and leaves.
     static let handOverWait = Duration.seconds(10)
@@ -91,15 +97,20 @@ final class KafkaReader: Sendable {
                 ("auto.offset.reset", config.autoOffsetReset.rawValue),
                 // Partitions move one at a time in a rebalance instead of all stopping.
                 ("partition.assignment.strategy", "cooperative-sticky"),
-                // What librdkafka fetches ahead, per partition: bounded, so that a paused pipeline holds little.
+                // What librdkafka fetches ahead (into the consumer queue, all partitions together): bounded, so
+                // that a pipeline that pushes back holds little.
                 ("queued.max.messages.kbytes", "8192"),
                 // With statistics on, librdkafka asks the brokers for each partition's end every second, paused
                 // ones included, so that the lag keeps growing in the metrics while the pipeline pushes back.
                 ("statistics.interval.ms", "1000"),
             ]), events: errors.events)
         let consumer = consumer
-        handOff = BatchHandOff(capacity: 2) { consumer.wake() }
-        context.stop.onStop { consumer.wake() }
+        let handOff = BatchHandOff<KafkaBatch>(capacity: 2) { consumer.wake() }
+        self.handOff = handOff
+        context.stop.onStop {
+            handOff.endWaits()
+            consumer.wake()
+        }
         context.metrics.provideDetails { [shared] in shared.locked { $0.figures } }
     }
 
@@ -190,9 +201,11 @@ final class KafkaReader: Sendable {
             nextCommitNanos = MonotonicClock.nanos() + UInt64(reader.config.commitIntervalMillis) * 1_000_000
         }
 
-        /// Pauses every owned partition while the task has two batches waiting, and resumes when it took one.
+        /// Waits a while for room when the task has two batches waiting, then pauses every owned partition; resumes
+        /// when the task took one.
         func adjustPause() {
-            let full = reader.handOff.isFull
+            let full =
+                paused ? reader.handOff.isFull : !reader.handOff.waitForRoom(upToNanos: KafkaSource.pauseAfterNanos)
             if full, !paused || assignmentChanged {
                 if !paused { pauses += 1 }
                 pauseAll()

@@ -34,4 +34,85 @@ struct BatchHandOffTests {
         _ = await handOff.next()
         #expect(taken.load(ordering: .relaxed) == 1, "taking from one that was not full says nothing")
     }
+
+    @Test func waitingForRoomReturnsAtOnceWhenThereIsRoomAndAfterTheTimeWhenThereIsNone() {
+        let handOff = BatchHandOff<Int>(capacity: 2) {}
+        handOff.put(1)
+        #expect(handOff.waitForRoom(upToNanos: 60_000_000_000), "one of two places is taken")
+        handOff.put(2)
+        Self.expectAWaitThatLastsItsTime(handOff)
+    }
+
+    /// The poll thread waits for room (instead of pausing its partitions) and goes on as soon as the task takes a
+    /// batch, long before its time is up.
+    @Test func aThreadWaitingForRoomGoesOnWhenTheTaskTakesABatch() async throws {
+        let handOff = BatchHandOff<Int>(capacity: 2) {}
+        handOff.put(1)
+        handOff.put(2)
+        let start = ContinuousClock.now
+        let hadRoom = try await Self.onAThread { handOff.waitForRoom(upToNanos: 60_000_000_000) }
+        try await Self.untilTheThreadWaits(handOff)
+        #expect(await handOff.next() == 1)
+        #expect(await hadRoom.value)
+        #expect(ContinuousClock.now - start < .seconds(30), "woken by the take, not by the time")
+        // No wake-up is left over: the next wait on a full hand-off lasts its time.
+        handOff.put(3)
+        Self.expectAWaitThatLastsItsTime(handOff)
+    }
+
+    /// The source stops: a wait ends at once, and no later one waits.
+    @Test func endingWaitsEndsTheWaitOfAFullHandOffAndEveryLaterOne() async throws {
+        let handOff = BatchHandOff<Int>(capacity: 1) {}
+        handOff.put(1)
+        let start = ContinuousClock.now
+        let hadRoom = try await Self.onAThread { handOff.waitForRoom(upToNanos: 60_000_000_000) }
+        try await Self.untilTheThreadWaits(handOff)
+        handOff.endWaits()
+        #expect(await hadRoom.value == false, "still full")
+        #expect(!handOff.waitForRoom(upToNanos: 60_000_000_000))
+        #expect(ContinuousClock.now - start < .seconds(30))
+    }
+
+    private static func expectAWaitThatLastsItsTime(_ handOff: BatchHandOff<Int>) {
+        let start = ContinuousClock.now
+        #expect(!handOff.waitForRoom(upToNanos: 20_000_000))
+        #expect(ContinuousClock.now - start >= .milliseconds(20))
+    }
+
+    private static func untilTheThreadWaits(_ handOff: BatchHandOff<Int>) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !handOff.threadWaits, ContinuousClock.now < deadline { await Task.yield() }
+        try #require(handOff.threadWaits)
+    }
+
+    /// Runs `body` on a thread of its own (as the poll thread), its result readable from a task.
+    private static func onAThread(_ body: @escaping @Sendable () -> Bool) async throws -> ThreadResult {
+        let result = ThreadResult()
+        try ServiceThread.start { result.set(body()) }
+        return result
+    }
+}
+
+private final class ThreadResult: Sendable {
+    private let state = Mutex<(value: Bool?, waiter: CheckedContinuation<Bool, Never>?)>((nil, nil))
+
+    func set(_ value: Bool) {
+        let waiter = state.withLock { state in
+            state.value = value
+            return state.waiter.take()
+        }
+        waiter?.resume(returning: value)
+    }
+
+    var value: Bool {
+        get async {
+            await withCheckedContinuation { waiter in
+                let ready = state.withLock { state -> Bool? in
+                    if state.value == nil { state.waiter = waiter }
+                    return state.value
+                }
+                if let ready { waiter.resume(returning: ready) }
+            }
+        }
+    }
 }
