@@ -13,8 +13,11 @@ internal import Synchronization
 public final class KafkaProducer: @unchecked Sendable {
     // @unchecked: `handle` is set in init and freed only by the service thread after ``shutDown(flushMillis:)`` has
     // told it to stop, when no produce can follow; librdkafka allows produce and poll from different threads.
-    // `topics` is guarded by its mutex.
+    // `topics` is guarded by its mutex. `mainQueue` is yielded only under `serving`'s lock as `stopping` is first
+    // set, and freed by the service thread only after it saw `stopping`.
     private let handle: OpaquePointer
+    /// The queue `rd_kafka_poll` serves, to wake the service thread from its wait (``shutDown(flushMillis:)``).
+    private let mainQueue: OpaquePointer
     private let callbacks: ProducerCallbacks
     private let topics = Mutex<[String: OpaquePointer]>([:])
     private let serving = Mutex<Serving>(Serving())
@@ -60,11 +63,13 @@ public final class KafkaProducer: @unchecked Sendable {
             throw KafkaError(text(of: message))
         }
         self.handle = handle
+        mainQueue = rd_kafka_queue_get_main(handle)
         let retained = Unmanaged.passRetained(self)
         do {
             try ServiceThread.start { retained.takeRetainedValue().serve(afterDeliveries) }
         } catch {
             retained.release()
+            rd_kafka_queue_destroy(mainQueue)
             rd_kafka_destroy(handle)
             throw KafkaError(error.message)
         }
@@ -121,6 +126,11 @@ public final class KafkaProducer: @unchecked Sendable {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let finishedAlready = serving.locked { serving -> Bool in
                 guard !serving.finished else { return true }
+                if !serving.stopping {
+                    // The thread waits in `rd_kafka_poll` up to 100 ms: every run that wrote to Kafka ended up
+                    // to that much later. A yield ends the wait now, or the next one if none is under way.
+                    rd_kafka_queue_yield(mainQueue)
+                }
                 serving.stopping = true
                 serving.flushMillis = flushMillis
                 serving.done = done
@@ -144,6 +154,7 @@ public final class KafkaProducer: @unchecked Sendable {
                 break
             }
         }
+        rd_kafka_queue_destroy(mainQueue)
         for topic in topics.locked({ $0.values }) { rd_kafka_topic_destroy(topic) }
         rd_kafka_destroy(handle)
         let done = serving.locked { serving -> CheckedContinuation<Void, Never>? in
