@@ -1,5 +1,5 @@
 /// Messages for one topic, their keys and values back to back in one buffer, to be queued together by
-/// ``KafkaProducer/produce(_:from:to:)``: librdkafka then reads its clocks and takes the topic's lock once for them
+/// ``KafkaProducer/produce(_:_:to:)``: librdkafka then reads its clocks and takes the topic's lock once for them
 /// all, not once a message.
 public struct KafkaMessages {
     private var bytes: [UInt8] = []

@@ -8,8 +8,8 @@ internal import Synchronization
 
 /// A Kafka producer on librdkafka, with a thread of its own that serves delivery reports.
 ///
-/// ``produce(_:from:to:)`` only queues; the broker's answer for every message comes later to `onDelivery`, on the
-/// producer's thread, with the message's token. Call ``produce(_:from:to:)`` from one task at a time.
+/// ``produce(_:_:to:)`` only queues; the broker's answer for every message comes later to `onDelivery`, on the
+/// producer's thread, with the message's token. Call ``produce(_:_:to:)`` from one task at a time.
 public final class KafkaProducer: @unchecked Sendable {
     // @unchecked: `handle` is set in init and freed only by the service thread after ``shutDown(flushMillis:)`` has
     // told it to stop, when no produce can follow; librdkafka allows produce and poll from different threads.
@@ -29,7 +29,7 @@ public final class KafkaProducer: @unchecked Sendable {
         var finished = false
     }
 
-    /// What became of the messages ``produce(_:from:to:)`` was given.
+    /// What became of the messages ``produce(_:_:to:)`` was given.
     public struct Queued: Sendable {
         /// Messages that cannot be sent at all (too large, an unknown partition), by index; no report will come for
         /// them.
@@ -87,10 +87,10 @@ public final class KafkaProducer: @unchecked Sendable {
         return KafkaTopic(handle: handle, name: name)
     }
 
-    /// Queues `messages[start...]` for `topic` in one call (any partition, chosen from each key by librdkafka's
+    /// Queues `messages[range]` for `topic` in one call (any partition, chosen from each key by librdkafka's
     /// partitioner: the same key goes to the same partition), in order; copies the bytes.
-    public func produce(_ messages: KafkaMessages, from start: Int, to topic: KafkaTopic) -> Queued {
-        let entries = messages.entries[start...]
+    public func produce(_ messages: KafkaMessages, _ range: Range<Int>, to topic: KafkaTopic) -> Queued {
+        let entries = messages.entries[range]
         return messages.withBytes { bytes -> Queued in
             let base = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
             var batch = entries.map { entry in
@@ -111,10 +111,10 @@ public final class KafkaProducer: @unchecked Sendable {
             for (offset, message) in batch.enumerated() where message.err != RD_KAFKA_RESP_ERR_NO_ERROR {
                 // After the first full queue librdkafka gives every later message the same answer.
                 guard message.err != RD_KAFKA_RESP_ERR__QUEUE_FULL else {
-                    queued.queueFullFrom = start + offset
+                    queued.queueFullFrom = range.lowerBound + offset
                     break
                 }
-                queued.rejected.append((start + offset, KafkaError(code: message.err)))
+                queued.rejected.append((range.lowerBound + offset, KafkaError(code: message.err)))
             }
             return queued
         }

@@ -39,13 +39,13 @@ struct KafkaSink: Sink {
         }
         var encoder = MessageEncoder(config: config, producer: producer)
         var messages = KafkaMessages()
-        /// Queues `messages` for `topic`, waiting for deliveries while librdkafka's queue is full.
-        func queue(to topic: KafkaTopic) async {
-            var start = 0
+        /// Queues `messages[range]` for `topic`, waiting for deliveries while librdkafka's queue is full.
+        func queue(_ range: Range<Int>, to topic: KafkaTopic) async {
+            var start = range.lowerBound
             // A full queue is tried once more at once (a round may have just ended), then after the next round.
             var fullAt: Int?
-            while start < messages.count {
-                let queued = producer.produce(messages, from: start, to: topic)
+            while start < range.upperBound {
+                let queued = producer.produce(messages, start..<range.upperBound, to: topic)
                 for (index, error) in queued.rejected {
                     ledger.settle(messages.token(at: index), outcome: .unsendable("rejected by librdkafka: \(error)"))
                 }
@@ -59,25 +59,33 @@ struct KafkaSink: Sink {
                     fullAt = ledger.round
                 }
             }
-            messages.removeAll()
         }
-        while let batch = await input.next() {
+        // Each run of messages for one topic (all of them, with a constant topic), by where it ends.
+        var runs: [(topic: KafkaTopic, end: Int)] = []
+        while var batch = await input.next() {
             let sequence = ledger.open(batch)
-            // A run of events for one topic (every event, with a constant topic) is queued in one call.
-            var runTopic: KafkaTopic?
-            for index in batch.indices {
+            var index = 0
+            // Lent in place: an event read through the batch's subscript here was copied (a retain and a release).
+            batch.forEachInPlace { event in
                 let token = DeliveryLedger.token(sequence, index)
-                guard let topic = encoder.topic(of: batch[index]) else {
+                index += 1
+                guard let topic = encoder.topic(of: event), encoder.append(event, token: token, to: &messages) else {
                     ledger.settle(token, outcome: .unsendable(encoder.failure))
-                    continue
+                    return
                 }
-                if let runTopic, runTopic !== topic { await queue(to: runTopic) }
-                runTopic = topic
-                if !encoder.append(batch[index], token: token, to: &messages) {
-                    ledger.settle(token, outcome: .unsendable(encoder.failure))
+                if let last = runs.last, last.topic === topic {
+                    runs[runs.count - 1].end = messages.count
+                } else {
+                    runs.append((topic, messages.count))
                 }
             }
-            if let runTopic { await queue(to: runTopic) }
+            var start = 0
+            for run in runs {
+                await queue(start..<run.end, to: run.topic)
+                start = run.end
+            }
+            runs.removeAll(keepingCapacity: true)
+            messages.removeAll()
             ledger.closeOpening()
         }
         await ledger.waitUntilSettled()
