@@ -41,10 +41,11 @@ public final class KafkaProducer: @unchecked Sendable {
 
     /// Creates the producer and starts its thread; `onDelivery(token, error)` is called once for every queued
     /// message, with `nil` when the broker acknowledged it, and `afterDeliveries()` once after each round of them.
+    /// The thread waits for reports up to `pollMillis` at a time (a stop does not wait for that).
     public init(
         settings: KafkaSettings, events: KafkaClientEvents,
         onDelivery: @escaping @Sendable (_ token: UInt, _ error: KafkaError?) -> Void,
-        afterDeliveries: @escaping @Sendable () -> Void
+        afterDeliveries: @escaping @Sendable () -> Void, pollMillis: Int32 = 100
     ) throws(KafkaError) {
         let conf = try settings.makeConf()
         callbacks = ProducerCallbacks(events: events, onDelivery: onDelivery)
@@ -66,7 +67,7 @@ public final class KafkaProducer: @unchecked Sendable {
         mainQueue = rd_kafka_queue_get_main(handle)
         let retained = Unmanaged.passRetained(self)
         do {
-            try ServiceThread.start { retained.takeRetainedValue().serve(afterDeliveries) }
+            try ServiceThread.start { retained.takeRetainedValue().serve(afterDeliveries, pollMillis: pollMillis) }
         } catch {
             retained.release()
             rd_kafka_queue_destroy(mainQueue)
@@ -127,8 +128,8 @@ public final class KafkaProducer: @unchecked Sendable {
             let finishedAlready = serving.locked { serving -> Bool in
                 guard !serving.finished else { return true }
                 if !serving.stopping {
-                    // The thread waits in `rd_kafka_poll` up to 100 ms: every run that wrote to Kafka ended up
-                    // to that much later. A yield ends the wait now, or the next one if none is under way.
+                    // The thread waits in `rd_kafka_poll` up to `pollMillis`: every run that wrote to Kafka ended
+                    // up to that much later. A yield ends the wait now, or the next one if none is under way.
                     rd_kafka_queue_yield(mainQueue)
                 }
                 serving.stopping = true
@@ -140,9 +141,9 @@ public final class KafkaProducer: @unchecked Sendable {
         }
     }
 
-    private func serve(_ afterDeliveries: @Sendable () -> Void) {
+    private func serve(_ afterDeliveries: @Sendable () -> Void, pollMillis: Int32) {
         while true {
-            let served = rd_kafka_poll(handle, 100)
+            let served = rd_kafka_poll(handle, pollMillis)
             if served > 0 { afterDeliveries() }
             let stop = serving.locked { ($0.stopping, $0.flushMillis) }
             guard !stop.0 else {
