@@ -14,6 +14,9 @@ final class KafkaPeer: @unchecked Sendable {
     let brokers: String
     private let commands = Pipe()
     private let answers = Pipe()
+    /// The peer's stderr, to say why it ended when it ends mid-test (librdkafka's mock cluster runs in it).
+    private let errors = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "sluice-kafka-peer-\(UUID().uuidString).err")
 
     /// Starts the peer, waiting (bounded by the peer's own start) until it names its brokers; a `controllable` one
     /// can take its brokers down and up (`ask("down")`, `ask("up")`).
@@ -23,7 +26,10 @@ final class KafkaPeer: @unchecked Sendable {
         process.arguments = [script.path, "--pad", String(pad)] + (controllable ? ["--controllable"] : [])
         process.standardInput = commands
         process.standardOutput = answers
-        process.standardError = FileHandle.nullDevice
+        guard FileManager.default.createFile(atPath: errors.path, contents: nil) else {
+            throw PeerError(message: "cannot make \(errors.path) for the Kafka peer's stderr")
+        }
+        process.standardError = try FileHandle(forWritingTo: errors)
         try process.run()
         let line = Self.readLine(answers.fileHandleForReading.fileDescriptor)
         guard line.hasPrefix("BROKERS ") else {
@@ -38,6 +44,15 @@ final class KafkaPeer: @unchecked Sendable {
     func ask(_ command: String) throws -> [String: Any] {
         try commands.fileHandleForWriting.write(contentsOf: Data((command + "\n").utf8))
         let line = Self.readLine(answers.fileHandleForReading.fileDescriptor)
+        guard !line.isEmpty else {
+            // The peer ended: its exit status and the end of its stderr say why.
+            process.waitUntilExit()
+            let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+            throw PeerError(
+                message: "the Kafka peer ended (status \(process.terminationStatus), "
+                    + "\(process.terminationReason == .uncaughtSignal ? "signal" : "exit")) during '\(command)'; "
+                    + "its stderr ends: \(stderr.suffix(2000))")
+        }
         guard let answer = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
             throw PeerError(message: "the Kafka peer answered '\(line)' to '\(command)'")
         }
@@ -56,6 +71,7 @@ final class KafkaPeer: @unchecked Sendable {
             process.terminate()
             process.waitUntilExit()
         }
+        try? FileManager.default.removeItem(at: errors)
     }
 
     deinit { stop() }
