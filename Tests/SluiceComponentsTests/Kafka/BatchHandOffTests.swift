@@ -50,10 +50,10 @@ struct BatchHandOffTests {
         handOff.put(1)
         handOff.put(2)
         let start = ContinuousClock.now
-        let hadRoom = try await Self.onAThread { handOff.waitForRoom(upToNanos: 60_000_000_000) }
+        async let hadRoom = Self.onAThread { handOff.waitForRoom(upToNanos: 60_000_000_000) }
         try await Self.untilTheThreadWaits(handOff)
         #expect(await handOff.next() == 1)
-        #expect(await hadRoom.value)
+        #expect(try await hadRoom)
         #expect(ContinuousClock.now - start < .seconds(30), "woken by the take, not by the time")
         // No wake-up is left over: the next wait on a full hand-off lasts its time.
         handOff.put(3)
@@ -65,10 +65,10 @@ struct BatchHandOffTests {
         let handOff = BatchHandOff<Int>(capacity: 1) {}
         handOff.put(1)
         let start = ContinuousClock.now
-        let hadRoom = try await Self.onAThread { handOff.waitForRoom(upToNanos: 60_000_000_000) }
+        async let hadRoom = Self.onAThread { handOff.waitForRoom(upToNanos: 60_000_000_000) }
         try await Self.untilTheThreadWaits(handOff)
         handOff.endWaits()
-        #expect(await hadRoom.value == false, "still full")
+        #expect(try await hadRoom == false, "still full")
         #expect(!handOff.waitForRoom(upToNanos: 60_000_000_000))
         #expect(ContinuousClock.now - start < .seconds(30))
     }
@@ -85,33 +85,13 @@ struct BatchHandOffTests {
         try #require(handOff.threadWaits)
     }
 
-    /// Runs `body` on a thread of its own (as the poll thread), its result readable from a task.
-    private static func onAThread(_ body: @escaping @Sendable () -> Bool) async throws -> ThreadResult {
-        let result = ThreadResult()
-        try ServiceThread.start { result.set(body()) }
-        return result
-    }
-}
-
-private final class ThreadResult: Sendable {
-    private let state = Mutex<(value: Bool?, waiter: CheckedContinuation<Bool, Never>?)>((nil, nil))
-
-    func set(_ value: Bool) {
-        let waiter = state.withLock { state in
-            state.value = value
-            return state.waiter.take()
-        }
-        waiter?.resume(returning: value)
-    }
-
-    var value: Bool {
-        get async {
-            await withCheckedContinuation { waiter in
-                let ready = state.withLock { state -> Bool? in
-                    if state.value == nil { state.waiter = waiter }
-                    return state.value
-                }
-                if let ready { waiter.resume(returning: ready) }
+    /// What `body` returns, run on a thread of its own (as the poll thread).
+    private static func onAThread(_ body: @escaping @Sendable () -> Bool) async throws -> Bool {
+        try await withCheckedThrowingContinuation { result in
+            do {
+                try ServiceThread.start { result.resume(returning: body()) }
+            } catch {
+                result.resume(throwing: error)
             }
         }
     }
