@@ -34,7 +34,9 @@ struct BatchQueue {
     static let wholeSliceEvents = 128
 
     /// Removes and returns up to `limit` of the oldest events as one batch: the oldest slice as it is when it fits
-    /// and is not small, otherwise the oldest events gathered from the front slices.
+    /// and is not small, otherwise the oldest events gathered from the front slices, up to the first slice that is
+    /// not small (which the next take hands on whole: a route's few events of one kind between large batches of
+    /// another would otherwise cost a copy of every event).
     mutating func take(upTo limit: Int) -> [Event] {
         let total = min(limit, count)
         // The common case on a busy edge: the oldest slice is a producer's whole batch. Handing its array on costs
@@ -53,6 +55,7 @@ struct BatchQueue {
         while batch.count < total {
             let wanted = total - batch.count
             let front = slices[head]
+            if !batch.isEmpty, front.count >= Self.wholeSliceEvents { break }
             if front.count <= wanted {
                 batch.append(contentsOf: front)
                 popFront()
@@ -61,7 +64,7 @@ struct BatchQueue {
                 slices[head] = front.dropFirst(wanted)
             }
         }
-        count -= total
+        count -= batch.count
         return batch
     }
 

@@ -30,6 +30,26 @@ struct RouteTransformTests {
         #expect(pass.discards.total == 0)
     }
 
+    /// With more routes than a word has bits, an event still goes to exactly its routes, in order; an event whose
+    /// only condition fails is discarded under `error`, one matching nothing under `unmatched`.
+    @Test func manyRoutesAndFailedConditions() throws {
+        let routes = (0..<70).map { "r\($0): '.n % 70 == \($0) || .n == 139'" }.joined(separator: ", ")
+        let names = (0..<70).map { "r\($0)" }
+        var route = try TransformHarness.make(
+            "route", "{routes: {\(routes), strict: '.n > \"x\"'}}", readOutputs: Set(names + ["strict"]))
+        var events = (0..<300).map { Event(["n": .int(Int64($0))]) }
+        events.append(Event(["n": .string("a")]))
+        var pass = TransformPass(nowMillis: 0)
+        route.process(&events, &pass)
+        for output in 0..<70 {
+            let expected = (0..<300).filter { $0 % 70 == output || $0 == 139 }.map { JSONValue.int(Int64($0)) }
+            #expect(pass.routed[output].map { $0.value["n"] } == expected, "route r\(output)")
+        }
+        #expect(pass.routed[70].isEmpty)
+        #expect(pass.routedEvents == 300)
+        #expect(pass.discards[.error] == 1)
+    }
+
     @Test func unmatchedEventsNobodyReadsAreCounted() throws {
         var route = try TransformHarness.make("route", Self.options, readOutputs: ["errors", "slow"])
         var events = Self.events().map { Event($0) }

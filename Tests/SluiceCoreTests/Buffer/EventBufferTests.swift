@@ -62,6 +62,21 @@ struct EventBufferTests {
         #expect(await buffer.next() == nil)
     }
 
+    /// Small batches are joined, but never with a large one after them, which is handed on as it was sent: joining
+    /// it would copy each of its events.
+    @Test func smallBatchesAreJoinedUpToALargeOneWhichGoesOnWhole() async {
+        let (buffer, _) = makeBuffer(.unbounded, maxBatch: 1000)
+        await buffer.send(Self.events(0..<50))
+        await buffer.send(Self.events(50..<60))
+        await buffer.send(Self.events(60..<960))
+        await buffer.send(Self.events(960..<970))
+        buffer.finishProducer()
+        #expect(await buffer.next().map(Self.values) == Array(0..<60))
+        #expect(await buffer.next().map(Self.values) == Array(60..<960))
+        #expect(await buffer.next().map(Self.values) == Array(960..<970))
+        #expect(await buffer.next() == nil)
+    }
+
     @Test func blockNeverExceedsCapacityAndLosesNothing() async {
         let (buffer, metrics) = makeBuffer(.block(maxEvents: 50), producers: 2, maxBatch: 7)
         async let first: Void = {
