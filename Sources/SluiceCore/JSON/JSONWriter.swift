@@ -111,42 +111,87 @@ public enum JSONWriter {
     }
 
     private static func writeInteger(_ number: Int64, to output: inout [UInt8]) {
-        if number < 0 { output.append(UInt8(ascii: "-")) }
-        var magnitude = number.magnitude
-        // 20 digits hold UInt64.max; digits are produced backwards into a fixed tuple-free scratch.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var count = 0
-            repeat {
-                digits[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: digits[(20 - count)...]))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: scalarCapacity) { buffer in
+            let count = write(number, into: buffer.baseAddress!)
+            output.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress!, count: count))
         }
     }
 
     private static func writeDouble(_ number: Double, to output: inout [UInt8]) {
-        // Values are finite by construction (the reader rejects overflow); `null` guards any that are not.
-        guard number.isFinite else { return append("null", to: &output) }
-        guard let (digits, fractionDigits) = shortDecimal(number.magnitude) else {
-            return output.append(contentsOf: number.description.utf8)
+        let written = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: scalarCapacity) { buffer -> Bool in
+            guard let count = write(number, into: buffer.baseAddress!) else { return false }
+            output.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress!, count: count))
+            return true
         }
-        // What `description` writes, without making a String: `digits` with the point `fractionDigits` from the
-        // right, and `.0` for a whole number.
-        if number < 0 { output.append(UInt8(ascii: "-")) }
+        if !written { output.append(contentsOf: number.description.utf8) }
+    }
+
+    /// Room for any number, boolean or null ``write(scalar:into:)`` writes.
+    package static let scalarCapacity = 32
+
+    /// Writes a number, boolean or null into `buffer` (room for ``scalarCapacity`` bytes), so that a caller appends
+    /// it with others in one go, and returns how many bytes it wrote; `nil`, writing nothing, for a string, a
+    /// container, or a double only `description` writes.
+    @inline(__always)
+    package static func write(scalar value: JSONValue, into buffer: UnsafeMutablePointer<UInt8>) -> Int? {
+        func literal(_ text: StaticString) -> Int {
+            buffer.update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+            return text.utf8CodeUnitCount
+        }
+        switch value {
+        case .null: return literal("null")
+        case .bool(let flag): return literal(flag ? "true" : "false")
+        case .int(let number): return write(number, into: buffer)
+        case .double(let number): return write(number, into: buffer)
+        case .string, .array, .object: return nil
+        }
+    }
+
+    private static func write(_ number: Int64, into buffer: UnsafeMutablePointer<UInt8>) -> Int {
+        var magnitude = number.magnitude
+        var digits = 0
+        var rest = magnitude
+        repeat {
+            digits += 1
+            rest /= 10
+        } while rest > 0
+        let sign = number < 0 ? 1 : 0
+        if sign == 1 { buffer[0] = UInt8(ascii: "-") }
+        var position = sign + digits
+        repeat {
+            position -= 1
+            buffer[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
+        return sign + digits
+    }
+
+    /// What `description` writes for `number`, when ``shortDecimal(_:)`` finds it: `digits` with the point
+    /// `fractionDigits` from the right, and `.0` for a whole number; `null` for a number that is not finite.
+    private static func write(_ number: Double, into buffer: UnsafeMutablePointer<UInt8>) -> Int? {
+        // Values are finite by construction (the reader rejects overflow); `null` guards any that are not.
+        guard number.isFinite else { return write(scalar: .null, into: buffer) }
+        guard let (digits, fractionDigits) = shortDecimal(number.magnitude) else { return nil }
         var scale: UInt64 = 1
         for _ in 0..<fractionDigits { scale *= 10 }
-        writeInteger(Int64(digits / scale), to: &output)
-        output.append(UInt8(ascii: "."))
-        guard fractionDigits > 0 else { return output.append(UInt8(ascii: "0")) }
-        var fraction = digits % scale
-        for _ in 0..<fractionDigits { output.append(UInt8(ascii: "0")) }
-        var position = output.count - 1
-        while fraction > 0 {
-            output[position] = UInt8(ascii: "0") + UInt8(fraction % 10)
-            fraction /= 10
-            position -= 1
+        var count = 0
+        if number < 0 {
+            buffer[0] = UInt8(ascii: "-")
+            count = 1
         }
+        count += write(Int64(digits / scale), into: buffer + count)
+        buffer[count] = UInt8(ascii: ".")
+        count += 1
+        guard fractionDigits > 0 else {
+            buffer[count] = UInt8(ascii: "0")
+            return count + 1
+        }
+        var fraction = digits % scale
+        for position in (count..<(count + fractionDigits)).reversed() {
+            buffer[position] = UInt8(ascii: "0") + UInt8(fraction % 10)
+            fraction /= 10
+        }
+        return count + fractionDigits
     }
 
     /// The decimal `digits / 10^fractionDigits` with the fewest fraction digits that reads back as `magnitude`, when

@@ -13,18 +13,47 @@ struct MapTransform: Transform {
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         let config = config
-        events.retainEvents { event in
-            guard config.onlySets ? setFields(of: &event, config.set) : apply(&event) else {
-                pass.discards[.error] += 1
-                return false
+        guard config.onlySets else {
+            events.retainEvents { event in
+                guard apply(&event) else {
+                    pass.discards[.error] += 1
+                    return false
+                }
+                return true
             }
-            return true
+            return
+        }
+        // The states and targets are taken out for the batch and lent as buffers, so that writing one checks no
+        // array's uniqueness per event.
+        var states = self.states
+        var targets = self.targets
+        self.states = []
+        self.targets = []
+        defer {
+            self.states = states
+            self.targets = targets
+        }
+        let sets = config.set
+        states.withUnsafeMutableBufferPointer { states in
+            targets.withUnsafeMutableBufferPointer { targets in
+                events.retainEvents { event in
+                    guard Self.setFields(of: &event, sets, states, targets, &errors) else {
+                        pass.discards[.error] += 1
+                        return false
+                    }
+                    return true
+                }
+            }
         }
     }
 
     /// Applies a map that only sets fields: an event still holding its text reads its fields from it and gets new
     /// ones appended to it.
-    private mutating func setFields(of event: inout Event, _ sets: [(target: EventPath, value: Expression)]) -> Bool {
+    private static func setFields(
+        of event: inout Event, _ sets: [(target: EventPath, value: Expression)],
+        _ states: UnsafeMutableBufferPointer<ExpressionState>, _ targets: UnsafeMutableBufferPointer<FieldLocator?>,
+        _ errors: inout EvaluationErrorLog
+    ) -> Bool {
         for index in sets.indices {
             do throws(EvaluationError) {
                 // Evaluated first, so that reading the event and changing it are not one overlapping access.

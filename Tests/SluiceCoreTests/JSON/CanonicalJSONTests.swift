@@ -379,6 +379,22 @@ struct CanonicalJSONTests {
         try empty.set(try #require(EventPath("k")), to: 1)
         #expect(empty.isText && empty.value == ["k": 1])
 
+        // Numbers, booleans and null go in with their key in one append: the bytes the writer writes.
+        var scalars = Event(canonicalJSON: Array("{}".utf8))
+        let values: [(String, JSONValue)] = [
+            ("i", .int(-9_223_372_036_854_775_808)), ("j", 0), ("d", .double(-0.5)), ("e", 23.0),
+            ("f", .double(1e-7)), ("t", true), ("n", .null),
+        ]
+        for (key, value) in values { try scalars.set(try #require(EventPath(key)), to: value) }
+        written.removeAll()
+        scalars.writeJSON(to: &written)
+        #expect(scalars.isText)
+        #expect(
+            String(decoding: written, as: UTF8.self)
+                == #"{"i":-9223372036854775808,"j":0,"d":-0.5,"e":23.0,"f":1e-07,"t":true,"n":null}"#)
+        let object = JSONObject(uniqueFields: values.map { JSONObject.Field(key: $0.0, value: $0.1) })
+        #expect(written == Array(JSONWriter.string(.object(object)).utf8))
+
         try event.set(try #require(EventPath("a")), to: 2)
         #expect(!event.isText)
         #expect(event.value == ["a": 2, "b": "x\n"])
