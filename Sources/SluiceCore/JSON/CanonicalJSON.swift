@@ -933,27 +933,26 @@ enum CanonicalJSON {
     /// A number, boolean or null goes in with the key in one append (each append checks the array's uniqueness
     /// and room: six of them per field were a fifth of a chain of maps' time).
     static func appendField(_ key: UnsafeBufferPointer<UInt8>, _ value: JSONValue, to text: inout [UInt8]) {
+        // `{}` loses its brace; any other object's becomes the comma before the new field.
+        if text.count > 2 { text[text.count - 1] = UInt8(ascii: ",") } else { text.removeLast() }
         let room = key.count + 4 + JSONWriter.scalarCapacity
-        let appended = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: room) { buffer -> Bool in
+        // `"key":` and, when it is a number, boolean or null, the value and the closing brace: one append.
+        let wroteValue = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: room) { buffer -> Bool in
             let field = buffer.baseAddress!
             field[0] = UInt8(ascii: "\"")
             if let start = key.baseAddress { (field + 1).update(from: start, count: key.count) }
             field[key.count + 1] = UInt8(ascii: "\"")
             field[key.count + 2] = UInt8(ascii: ":")
-            guard let count = JSONWriter.write(scalar: value, into: field + key.count + 3) else { return false }
-            field[key.count + 3 + count] = UInt8(ascii: "}")
-            // `{}` loses its brace; any other object's becomes the comma before the new field.
-            if text.count > 2 { text[text.count - 1] = UInt8(ascii: ",") } else { text.removeLast() }
-            text.append(contentsOf: UnsafeBufferPointer(start: field, count: key.count + 4 + count))
+            let keyCount = key.count + 3
+            guard let valueCount = JSONWriter.write(scalar: value, into: field + keyCount) else {
+                text.append(contentsOf: UnsafeBufferPointer(start: field, count: keyCount))
+                return false
+            }
+            field[keyCount + valueCount] = UInt8(ascii: "}")
+            text.append(contentsOf: UnsafeBufferPointer(start: field, count: keyCount + valueCount + 1))
             return true
         }
-        if appended { return }
-        text.removeLast()
-        if text.count > 1 { text.append(UInt8(ascii: ",")) }
-        text.append(UInt8(ascii: "\""))
-        text.append(contentsOf: key)
-        text.append(UInt8(ascii: "\""))
-        text.append(UInt8(ascii: ":"))
+        if wroteValue { return }
         JSONWriter.write(value, to: &text)
         text.append(UInt8(ascii: "}"))
     }

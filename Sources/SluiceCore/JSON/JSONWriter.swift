@@ -7,10 +7,7 @@ public enum JSONWriter {
     /// Appends the compact JSON text of `value` to `output`.
     public static func write(_ value: JSONValue, to output: inout [UInt8]) {
         switch value {
-        case .null: append("null", to: &output)
-        case .bool(let flag): append(flag ? "true" : "false", to: &output)
-        case .int(let number): writeInteger(number, to: &output)
-        case .double(let number): writeDouble(number, to: &output)
+        case .null, .bool, .int, .double: writeScalar(value, to: &output)
         case .string(let string): writeString(string, to: &output)
         case .array(let items):
             output.append(UInt8(ascii: "["))
@@ -110,20 +107,14 @@ public enum JSONWriter {
         }
     }
 
-    private static func writeInteger(_ number: Int64, to output: inout [UInt8]) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: scalarCapacity) { buffer in
-            let count = write(number, into: buffer.baseAddress!)
-            output.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress!, count: count))
-        }
-    }
-
-    private static func writeDouble(_ number: Double, to output: inout [UInt8]) {
+    /// Appends a number, boolean or null in one append; a double that only `description` writes, as it writes it.
+    private static func writeScalar(_ value: JSONValue, to output: inout [UInt8]) {
         let written = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: scalarCapacity) { buffer -> Bool in
-            guard let count = write(number, into: buffer.baseAddress!) else { return false }
+            guard let count = write(scalar: value, into: buffer.baseAddress!) else { return false }
             output.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress!, count: count))
             return true
         }
-        if !written { output.append(contentsOf: number.description.utf8) }
+        if !written, case .double(let number) = value { output.append(contentsOf: number.description.utf8) }
     }
 
     /// Room for any number, boolean or null ``write(scalar:into:)`` writes.
@@ -255,9 +246,5 @@ public enum JSONWriter {
         case 8: 1e8
         default: 1e9
         }
-    }
-
-    private static func append(_ text: StaticString, to output: inout [UInt8]) {
-        output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 }
