@@ -8,7 +8,7 @@ internal import Synchronization
 
 /// A Kafka producer on librdkafka, with a thread of its own that serves delivery reports.
 ///
-/// ``produce(_:_:to:)`` only queues; the broker's answer for every message comes later to `onDelivery`, on the
+/// ``produce(_:_:to:)`` only queues; the broker's answer for every message comes later to `onDeliveries`, on the
 /// producer's thread, with the message's token. Call ``produce(_:_:to:)`` from one task at a time.
 public final class KafkaProducer: @unchecked Sendable {
     // @unchecked: `handle` is set in init and freed only by the service thread after ``shutDown(flushMillis:)`` has
@@ -39,24 +39,23 @@ public final class KafkaProducer: @unchecked Sendable {
         public var queueFullFrom: Int?
     }
 
-    /// Creates the producer and starts its thread; `onDelivery(token, error)` is called once for every queued
-    /// message, with `nil` when the broker acknowledged it, and `afterDeliveries()` once after each round of them.
-    /// The thread waits for reports up to `pollMillis` at a time (a stop does not wait for that).
+    /// Creates the producer and starts its thread; `onDeliveries` is given the broker's answers once after each
+    /// round of them, every queued message's once. The thread waits for reports up to `pollMillis` at a time (a
+    /// stop does not wait for that).
     public init(
         settings: KafkaSettings, events: KafkaClientEvents,
-        onDelivery: @escaping @Sendable (_ token: UInt, _ error: KafkaError?) -> Void,
-        afterDeliveries: @escaping @Sendable () -> Void, pollMillis: Int32 = 100
+        onDeliveries: @escaping @Sendable (_ round: [KafkaDelivery]) -> Void, pollMillis: Int32 = 100
     ) throws(KafkaError) {
         let conf = try settings.makeConf()
-        callbacks = ProducerCallbacks(events: events, onDelivery: onDelivery)
+        callbacks = ProducerCallbacks(events: events)
         KafkaClientEvents.install(on: conf, opaque: Unmanaged.passUnretained(callbacks).toOpaque())
         rd_kafka_conf_set_dr_msg_cb(conf) { _, message, opaque in
             guard let message, let opaque else { return }
-            let callbacks = Unmanaged<ProducerCallbacks>.fromOpaque(opaque).takeUnretainedValue()
-            let code = message.pointee.err
-            callbacks.onDelivery(
-                UInt(bitPattern: message.pointee._private),
-                code == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(code: code))
+            // Once a message: no retain of the callbacks, no closure call, a plain value appended.
+            Unmanaged<ProducerCallbacks>.fromOpaque(opaque)._withUnsafeGuaranteedRef {
+                $0.round.append(
+                    KafkaDelivery(token: UInt(bitPattern: message.pointee._private), code: message.pointee.err))
+            }
         }
         var message = [CChar](repeating: 0, count: 512)
         guard let handle = rd_kafka_new(RD_KAFKA_PRODUCER, conf, &message, message.count) else {
@@ -67,7 +66,7 @@ public final class KafkaProducer: @unchecked Sendable {
         mainQueue = rd_kafka_queue_get_main(handle)
         let retained = Unmanaged.passRetained(self)
         do {
-            try ServiceThread.start { retained.takeRetainedValue().serve(afterDeliveries, pollMillis: pollMillis) }
+            try ServiceThread.start { retained.takeRetainedValue().serve(onDeliveries, pollMillis: pollMillis) }
         } catch {
             retained.release()
             rd_kafka_queue_destroy(mainQueue)
@@ -141,17 +140,21 @@ public final class KafkaProducer: @unchecked Sendable {
         }
     }
 
-    private func serve(_ afterDeliveries: @Sendable () -> Void, pollMillis: Int32) {
+    private func serve(_ onDeliveries: @Sendable ([KafkaDelivery]) -> Void, pollMillis: Int32) {
+        func deliver() {
+            onDeliveries(callbacks.round)
+            callbacks.round.removeAll(keepingCapacity: true)
+        }
         while true {
             let served = rd_kafka_poll(handle, pollMillis)
-            if served > 0 { afterDeliveries() }
+            if served > 0 { deliver() }
             let stop = serving.locked { ($0.stopping, $0.flushMillis) }
             guard !stop.0 else {
                 rd_kafka_flush(handle, stop.1)
                 // Whatever is still queued fails now, with a report each, so that nothing goes uncounted.
                 rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
                 rd_kafka_poll(handle, 0)
-                afterDeliveries()
+                deliver()
                 break
             }
         }
@@ -179,12 +182,23 @@ public final class KafkaTopic: @unchecked Sendable {
     }
 }
 
-private final class ProducerCallbacks: ClientCallbacks, @unchecked Sendable {
-    // @unchecked: `onDelivery` is set once in init and is Sendable.
-    let onDelivery: @Sendable (UInt, KafkaError?) -> Void
+/// The broker's answer for one message.
+public struct KafkaDelivery: Sendable {
+    /// The token the message was queued with.
+    public let token: UInt
+    private let code: rd_kafka_resp_err_t
 
-    init(events: KafkaClientEvents, onDelivery: @escaping @Sendable (UInt, KafkaError?) -> Void) {
-        self.onDelivery = onDelivery
-        super.init(events: events)
+    fileprivate init(token: UInt, code: rd_kafka_resp_err_t) {
+        self.token = token
+        self.code = code
     }
+
+    /// Why the message was not delivered; `nil` when the broker acknowledged it.
+    public var error: KafkaError? { code == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(code: code) }
+}
+
+private final class ProducerCallbacks: ClientCallbacks, @unchecked Sendable {
+    // @unchecked: `round` is touched only by the producer's service thread (the delivery callback runs inside its
+    // `rd_kafka_poll`); unchecked exclusivity for the same reason, as it is appended to once a message.
+    @exclusivity(unchecked) var round: [KafkaDelivery] = []
 }

@@ -25,11 +25,9 @@ struct KafkaSink: Sink {
             ("linger.ms", "5"),
         ]
         if config.acks == .all { settings.append(("enable.idempotence", "true")) }
-        let round = DeliveryRound()
         let producer = try KafkaProducer(
             settings: config.client.settings(settings), events: errors.events,
-            onDelivery: { token, error in round.add(token, error) },
-            afterDeliveries: { ledger.settle(round.take()) })
+            onDeliveries: { ledger.settle($0) })
         let queueFullWaits = Atomic<Int>(0)
         context.metrics.provideDetails {
             [
@@ -162,8 +160,7 @@ private struct MessageEncoder {
 /// The sink's messages between queueing and the broker's answer, by batch; it keeps the sink's counters and its
 /// held mark (the earliest ingest time not yet acknowledged, or of a delivery that failed).
 ///
-/// Delivery reports come on the producer's thread, are gathered per round (``DeliveryRound``), then settled under
-/// one lock.
+/// Delivery reports come on the producer's thread, a round of them at a time, settled under one lock.
 final class DeliveryLedger: Sendable {
     private let context: SinkContext
     private let errors: KafkaErrorReporter
@@ -254,16 +251,19 @@ final class DeliveryLedger: Sendable {
     }
 
     /// Settles a round of delivery reports.
-    func settle(_ round: [(token: UInt, outcome: Outcome)]) {
-        settle(round, endsRound: true)
+    func settle(_ round: [KafkaDelivery]) {
+        settle(round.count, endsRound: true) { index in
+            (round[index].token, round[index].error.map { .failed($0.description) } ?? .delivered)
+        }
     }
 
     /// Settles one event at once (one that never reached librdkafka).
     func settle(_ token: UInt, outcome: Outcome) {
-        settle([(token, outcome)])
+        settle(1, endsRound: false) { _ in (token, outcome) }
     }
 
-    private func settle(_ outcomes: [(token: UInt, outcome: Outcome)], endsRound: Bool = false) {
+    /// Settles `count` outcomes, `report(0)` to `report(count - 1)`.
+    private func settle(_ count: Int, endsRound: Bool, _ report: (Int) -> (token: UInt, outcome: Outcome)) {
         let now = MonotonicClock.nanos()
         var written: [UInt64] = []
         var failed = 0
@@ -273,14 +273,15 @@ final class DeliveryLedger: Sendable {
         let resumed = state.locked { state -> [CheckedContinuation<Void, Never>] in
             // The reports of a batch come in runs (one per partition it went to): its entry is taken out of the
             // dictionary once a run, not looked up (and its array retained) once a report.
-            var start = outcomes.startIndex
-            while start < outcomes.endIndex {
-                let sequence = Int(outcomes[start].token >> Self.indexBits)
+            var start = 0
+            while start < count {
+                let sequence = Int(report(start).token >> Self.indexBits)
                 var end = start + 1
-                while end < outcomes.endIndex, Int(outcomes[end].token >> Self.indexBits) == sequence { end += 1 }
+                while end < count, Int(report(end).token >> Self.indexBits) == sequence { end += 1 }
                 defer { start = end }
                 guard var batch = state.batches.removeValue(forKey: sequence) else { continue }
-                for (token, outcome) in outcomes[start..<end] {
+                for index in start..<end {
+                    let (token, outcome) = report(index)
                     let ingestNanos = batch.ingestNanos[Int(token & (1 << Self.indexBits - 1))]
                     switch outcome {
                     case .delivered:
@@ -324,21 +325,5 @@ final class DeliveryLedger: Sendable {
         if failed + unsendable > 0 { context.metrics.recordDiscarded(failed + unsendable, cause: .error) }
         if let firstFailure { errors.report("delivery failed: \(firstFailure)") }
         for continuation in resumed { continuation.resume() }
-    }
-}
-
-/// The delivery reports of one round of the producer's thread, gathered without a lock: `add` and `take` both run
-/// on that thread (`onDelivery` and `afterDeliveries`).
-final class DeliveryRound: @unchecked Sendable {
-    // @unchecked: touched only by the producer's service thread, as said above.
-    private var reports: [(token: UInt, outcome: DeliveryLedger.Outcome)] = []
-
-    func add(_ token: UInt, _ error: KafkaError?) {
-        reports.append((token, error.map { .failed($0.description) } ?? .delivered))
-    }
-
-    func take() -> [(token: UInt, outcome: DeliveryLedger.Outcome)] {
-        defer { reports.removeAll(keepingCapacity: true) }
-        return reports
     }
 }

@@ -18,7 +18,7 @@ struct KafkaProducerTests {
     @Test func shuttingDownAnIdleProducerDoesNotWaitForItsPoll() async throws {
         let events = KafkaClientEvents(log: { _ in }, error: { _, _ in })
         let producer = try KafkaProducer(
-            settings: KafkaSettings(), events: events, onDelivery: { _, _ in }, afterDeliveries: {},
+            settings: KafkaSettings(), events: events, onDeliveries: { _ in },
             pollMillis: 60_000)
         let start = ContinuousClock.now
         await producer.shutDown(flushMillis: 30_000)
