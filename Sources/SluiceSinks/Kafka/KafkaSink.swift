@@ -38,7 +38,7 @@ struct KafkaSink: Sink {
         var encoder = MessageEncoder(config: config, producer: producer)
         var messages = KafkaMessages()
         /// Queues `messages[range]` for `topic`, waiting for deliveries while librdkafka's queue is full.
-        func queue(_ range: Range<Int>, to topic: KafkaTopic) async {
+        func queue(_ messages: KafkaMessages, _ range: Range<Int>, to topic: KafkaTopic) async {
             var start = range.lowerBound
             // A full queue is tried once more at once (a round may have just ended), then after the next round.
             var fullAt: Int?
@@ -58,8 +58,9 @@ struct KafkaSink: Sink {
                 }
             }
         }
-        // Each run of messages for one topic (all of them, with a constant topic), by where it ends.
-        var runs: [(topic: KafkaTopic, end: Int)] = []
+        // Each run of messages for one topic (all of them, with a constant topic), by where it ends; topics by
+        // their index in the encoder, so that no event retains one.
+        var runs: [(topic: Int, end: Int)] = []
         while var batch = await input.next() {
             let sequence = ledger.open(batch)
             var index = 0
@@ -71,7 +72,7 @@ struct KafkaSink: Sink {
                     ledger.settle(token, outcome: .unsendable(encoder.failure))
                     return
                 }
-                if let last = runs.last, last.topic === topic {
+                if let last = runs.last, last.topic == topic {
                     runs[runs.count - 1].end = messages.count
                 } else {
                     runs.append((topic, messages.count))
@@ -79,7 +80,7 @@ struct KafkaSink: Sink {
             }
             var start = 0
             for run in runs {
-                await queue(start..<run.end, to: run.topic)
+                await queue(messages, start..<run.end, to: encoder.topics[run.topic])
                 start = run.end
             }
             runs.removeAll(keepingCapacity: true)
@@ -95,9 +96,10 @@ struct KafkaSink: Sink {
 private struct MessageEncoder {
     let config: KafkaSinkConfig
     private let producer: KafkaProducer
-    /// The topic when it is the same for every event; otherwise each topic made so far, by name.
-    private var constantTopic: KafkaTopic?
-    private var topics: [String: KafkaTopic] = [:]
+    /// Every topic made so far (only the first, with a constant topic), and each one's index by name.
+    private(set) var topics: [KafkaTopic] = []
+    private var topicIndexes: [String: Int] = [:]
+    private let hasConstantTopic: Bool
     private var topicBytes: [UInt8] = []
     private var keyState: ExpressionState?
     /// The message's text, in the sink's `encoding`.
@@ -108,22 +110,24 @@ private struct MessageEncoder {
     init(config: KafkaSinkConfig, producer: KafkaProducer) {
         self.config = config
         self.producer = producer
-        constantTopic = config.topic.constantText.flatMap { try? producer.topic($0) }
+        if let constant = config.topic.constantText.flatMap({ try? producer.topic($0) }) { topics = [constant] }
+        hasConstantTopic = !topics.isEmpty
         keyState = config.key?.makeState()
         lines = config.format.encoder()
     }
 
-    /// The topic `event` goes to; `nil` (with ``failure``) when its template cannot be evaluated.
-    mutating func topic(of event: Event) -> KafkaTopic? {
-        if let constantTopic { return constantTopic }
+    /// The index in ``topics`` of the topic `event` goes to; `nil` (with ``failure``) when its template cannot be
+    /// evaluated.
+    mutating func topic(of event: Event) -> Int? {
+        if hasConstantTopic { return 0 }
         do {
             topicBytes.removeAll(keepingCapacity: true)
             try config.topic.render(event, to: &topicBytes)
             let name = String(decoding: topicBytes, as: UTF8.self)
-            if let known = topics[name] { return known }
-            let topic = try producer.topic(name)
-            topics[name] = topic
-            return topic
+            if let known = topicIndexes[name] { return known }
+            topics.append(try producer.topic(name))
+            topicIndexes[name] = topics.count - 1
+            return topics.count - 1
         } catch {
             failure = "\(error)"
             return nil
