@@ -49,11 +49,27 @@ struct KafkaEndToEndTests {
             """
     }
 
-    static func start(_ pipeline: TemporaryPipeline, _ peer: KafkaPeer) throws -> SluiceProcess {
+    static func start(
+        _ pipeline: TemporaryPipeline, _ peer: KafkaPeer,
+        feeding chunks: @escaping @Sendable (Int) -> Data? = { _ in nil }
+    ) throws -> SluiceProcess {
         let child = SluiceProcess(["run", pipeline.path], environment: ["KAFKA_BROKERS": peer.brokers])
         try child.start()
-        child.feed { _ in nil }
+        child.feed(chunks)
         return child
+    }
+
+    /// stdin, with `seq` renamed `n` (as the peer's `check` reads it), into a `kafka` sink `out` with `options`.
+    static func numberedToKafka(_ options: String, intervalSecs: Double = 0) -> String {
+        """
+        sources:
+          in: {type: stdin}
+        transforms:
+          numbered: {type: map, inputs: [in], rename: {seq: n}}
+        sinks:
+          out: {type: kafka, inputs: [numbered], bootstrap_servers: "${KAFKA_BROKERS}", \(options)}
+        metrics: {interval_secs: \(intervalSecs), to: "$METRICS", format: json}
+        """
     }
 
     /// What a member of a test was doing, for the message of a wait that failed: its latest report of the source
@@ -357,26 +373,11 @@ struct KafkaEndToEndTests {
         let peer = try KafkaPeer()
         defer { peer.stop() }
         let pipeline = try TemporaryPipeline(
-            """
-            sources:
-              in: {type: stdin}
-            transforms:
-              numbered: {type: map, inputs: [in], rename: {seq: n}}
-            sinks:
-              out:
-                type: kafka
-                inputs: [numbered]
-                bootstrap_servers: ${KAFKA_BROKERS}
-                topic: queued
-                key: .device
-                librdkafka_options: {queue.buffering.max.messages: "100"}
-            metrics: {interval_secs: 0, to: "$METRICS", format: json}
-            """)
+            Self.numberedToKafka(
+                "topic: queued, key: .device, librdkafka_options: {queue.buffering.max.messages: \"100\"}"))
         defer { pipeline.remove() }
-        let child = SluiceProcess(["run", pipeline.path], environment: ["KAFKA_BROKERS": peer.brokers])
+        let child = try Self.start(pipeline, peer, feeding: sensorChunks(count: count))
         defer { child.killIfRunning() }
-        try child.start()
-        child.feed(sensorChunks(count: count))
         _ = child.readAllOutput()
         #expect(child.waitForExit() == 0, "the run ends at the end of stdin, after the last acknowledgement")
         let sink = try #require(try pipeline.finalComponent("out"))
@@ -386,6 +387,41 @@ struct KafkaEndToEndTests {
         let check = try peer.ask("check queued \(count) 30")
         #expect(check["distinct"] as? Int == count)
         #expect(check["duplicates"] as? Int == 0, "the idempotent producer writes each message once")
+    }
+
+    /// Messages without a key go to the partitions in turn, a batch at a time, once the sink knows which have a
+    /// leader (`partitions_available`): each of the 4 gets about a quarter, and every message arrives once.
+    @Test func messagesWithoutAKeyGoToEveryPartitionInTurn() throws {
+        let count = 100_000
+        let peer = try KafkaPeer()
+        defer { peer.stop() }
+        let pipeline = try TemporaryPipeline(Self.numberedToKafka("topic: unkeyed", intervalSecs: 0.1))
+        defer { pipeline.remove() }
+        // The first thousand events make the topic; the rest follow once the sink knows its partitions.
+        let known = DispatchSemaphore(value: 0)
+        let chunks = sensorChunks(count: count + 1000)
+        let child = try Self.start(pipeline, peer) { index in
+            if index == 1 { known.wait() }
+            return chunks(index)
+        }
+        defer { child.killIfRunning() }
+        let ready = pipeline.waitForReport("out") {
+            $0.int("sent_events_total") == 1000 && $0.int("partitions_available") == 4
+        }
+        known.signal()
+        #expect(ready, "\(pipeline.latest("out").map { JSONWriter.string($0) } ?? "no report")")
+        _ = child.readAllOutput()
+        #expect(child.waitForExit() == 0)
+        let sink = try #require(try pipeline.finalComponent("out"))
+        #expect(sink.int("sent_events_total") == count + 1000)
+        #expect(sink.balances)
+        let ends = try #require(try peer.ask("spread unkeyed")["messages"] as? [String: Int])
+        #expect(ends.count == 4)
+        #expect(ends.values.reduce(0, +) == count + 1000, "every message once")
+        // In turn, batches of at most 1,000: a quarter each, give or take a few batches.
+        for (partition, messages) in ends.sorted(by: { $0.key < $1.key }) {
+            #expect(messages > count / 5 && messages < count * 3 / 10, "partition \(partition): \(ends)")
+        }
     }
 
     /// librdkafka refuses a message larger than `message.max.bytes` when it is queued: each such event of a batch

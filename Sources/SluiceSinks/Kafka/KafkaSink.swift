@@ -33,6 +33,7 @@ struct KafkaSink: Sink {
             [
                 "last_error": errors.lastError.map { .string($0) } ?? .null,
                 "queue_full_waits_total": .int(Int64(queueFullWaits.load(ordering: .relaxed))),
+                "partitions_available": .int(Int64(producer.partitionsAvailable)),
             ]
         }
         var encoder = MessageEncoder(config: config, producer: producer)

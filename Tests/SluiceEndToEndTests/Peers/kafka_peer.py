@@ -19,6 +19,8 @@ test spreads its messages over several topics.
   committed GROUP TOPICS          the group's committed offset per partition of TOPICS, and their sum
   consume TOPICS N                a plain consumer (librdkafka under Python), reading N messages from the start as
                                   fast as it can; answers {"count": n, "seconds": s} (the benchmarks' reference)
+  spread TOPIC                    how many messages each partition of TOPIC holds (its end offset):
+                                  {"messages": {"0": n0, "1": n1, ...}}
   visit GROUP TOPICS SECS         joins GROUP (cooperative-sticky, as Sluice) for SECS seconds, reading what it is
                                   given and committing nothing, then leaves: its partitions go back to the others;
                                   answers {"held": the most partitions it held, "read": messages read}
@@ -188,6 +190,15 @@ def consume(topics, count):
     reader.close()
 
 
+def spread(topic):
+    reader = consumer()
+    partitions = sorted(reader.list_topics(topic, timeout=10).topics[topic].partitions)
+    ends = {str(p): reader.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout=10)[1]
+            for p in partitions}
+    reader.close()
+    answer({"messages": ends})
+
+
 def serve(command, rest):
     if command == "produce":
         produce(rest[0].split(","), int(rest[1]), *(int(w) for w in rest[2:4]))
@@ -197,6 +208,8 @@ def serve(command, rest):
         committed(rest[0], rest[1].split(","))
     elif command == "visit":
         visit(rest[0], rest[1].split(","), float(rest[2]))
+    elif command == "spread":
+        spread(rest[0])
     elif command == "consume":
         consume(rest[0].split(","), int(rest[1]))
     elif command in ("down", "up") and arguments.controllable:
