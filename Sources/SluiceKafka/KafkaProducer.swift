@@ -160,7 +160,7 @@ public final class KafkaProducer: @unchecked Sendable {
             if served > 0 { deliver() }
             let stop = serving.locked { ($0.stopping, $0.flushMillis) }
             if !stop.0, ContinuousClock.now >= nextLookUp {
-                nextLookUp = ContinuousClock.now + (lookUpPartitions() ? .seconds(1) : .milliseconds(100))
+                nextLookUp = ContinuousClock.now + (lookUpPartitions() ? .seconds(5) : .milliseconds(100))
             }
             guard !stop.0 else {
                 rd_kafka_flush(handle, stop.1)
@@ -192,15 +192,15 @@ public final class KafkaProducer: @unchecked Sendable {
             return false
         }
         defer { rd_kafka_metadata_destroy(metadata) }
-        var answered = 0
-        for entry in UnsafeBufferPointer(start: metadata.pointee.topics, count: Int(metadata.pointee.topic_cnt)) {
-            guard let topic = topics[String(cString: entry.topic)] else { continue }
+        var led: [String: [Int32]] = [:]
+        for entry in UnsafeBufferPointer(start: metadata.pointee.topics, count: Int(metadata.pointee.topic_cnt))
+        where entry.err == RD_KAFKA_RESP_ERR_NO_ERROR {
             let partitions = UnsafeBufferPointer(start: entry.partitions, count: Int(entry.partition_cnt))
-            let led = partitions.filter { $0.err == RD_KAFKA_RESP_ERR_NO_ERROR && $0.leader >= 0 }.map(\.id)
-            topic.setPartitions(entry.err == RD_KAFKA_RESP_ERR_NO_ERROR ? led : [])
-            if !led.isEmpty { answered += 1 }
+            led[String(cString: entry.topic)] =
+                partitions.filter { $0.err == RD_KAFKA_RESP_ERR_NO_ERROR && $0.leader >= 0 }.map(\.id)
         }
-        return answered == topics.count
+        for (name, topic) in topics { topic.setPartitions(led[name] ?? []) }
+        return topics.keys.allSatisfy { led[$0]?.isEmpty == false }
     }
 }
 
@@ -209,8 +209,10 @@ public final class KafkaProducer: @unchecked Sendable {
 /// Messages without a key go to its partitions in turn, each run of them queued together to one partition with a
 /// leader, as librdkafka's sticky partitioner would send them, but chosen once a run: that partitioner reads the
 /// clock and looks up the partition's leader once a message (about 80 ns of the sink's CPU an event, measured).
-/// The producer's thread asks the cluster for the partitions and their leaders every second; while they are not
-/// known (the first moments of a run, a cluster out of reach) librdkafka's partitioner chooses.
+/// The producer's thread asks the cluster for the partitions and their leaders every 5 seconds (every 100 ms while
+/// some topic's are not known); until they are (the first moments of a run, a cluster out of reach) librdkafka's
+/// partitioner chooses. A partition that loses its leader in between holds its messages until librdkafka finds the
+/// new one, as it holds those it had placed there itself.
 public final class KafkaTopic: @unchecked Sendable {
     // @unchecked: `handle` is set once; librdkafka allows producing to a topic handle from any thread, and the
     // producer frees it only at shutdown, after the last produce. `turns` is guarded by its mutex.
