@@ -155,11 +155,16 @@ public final class KafkaProducer: @unchecked Sendable {
             callbacks.round.removeAll(keepingCapacity: true)
         }
         var nextLookUp = ContinuousClock.now
+        // The first delivery reports say the cluster answers: the partitions are looked up then, not at the next
+        // round, which would leave a run's first tenth of a second to librdkafka's partitioner.
+        var awaitingFirstReports = true
         while true {
             let served = rd_kafka_poll(handle, pollMillis)
+            let firstReports = awaitingFirstReports && !callbacks.round.isEmpty
             if served > 0 { deliver() }
             let stop = serving.locked { ($0.stopping, $0.flushMillis) }
-            if !stop.0, ContinuousClock.now >= nextLookUp {
+            if !stop.0, firstReports || ContinuousClock.now >= nextLookUp {
+                awaitingFirstReports = awaitingFirstReports && !firstReports
                 nextLookUp = ContinuousClock.now + (lookUpPartitions() ? .seconds(5) : .milliseconds(100))
             }
             guard !stop.0 else {
@@ -210,7 +215,7 @@ public final class KafkaProducer: @unchecked Sendable {
 /// leader, as librdkafka's sticky partitioner would send them, but chosen once a run: that partitioner reads the
 /// clock and looks up the partition's leader once a message (about 80 ns of the sink's CPU an event, measured).
 /// The producer's thread asks the cluster for the partitions and their leaders every 5 seconds (every 100 ms while
-/// some topic's are not known); until they are (the first moments of a run, a cluster out of reach) librdkafka's
+/// some topic's are not known, and at the first delivery reports); until they are (the first moments of a run, a cluster out of reach) librdkafka's
 /// partitioner chooses. A partition that loses its leader in between holds its messages until librdkafka finds the
 /// new one, as it holds those it had placed there itself.
 public final class KafkaTopic: @unchecked Sendable {
