@@ -162,13 +162,13 @@ public final class KafkaProducer: @unchecked Sendable {
             let served = rd_kafka_poll(handle, pollMillis)
             let firstReports = awaitingFirstReports && !callbacks.round.isEmpty
             if served > 0 { deliver() }
-            let stop = serving.locked { ($0.stopping, $0.flushMillis) }
-            if !stop.0, firstReports || ContinuousClock.now >= nextLookUp {
-                awaitingFirstReports = awaitingFirstReports && !firstReports
+            let stop = serving.locked { (stopping: $0.stopping, flushMillis: $0.flushMillis) }
+            if !stop.stopping, firstReports || ContinuousClock.now >= nextLookUp {
+                if firstReports { awaitingFirstReports = false }
                 nextLookUp = ContinuousClock.now + (lookUpPartitions() ? .seconds(5) : .milliseconds(100))
             }
-            guard !stop.0 else {
-                rd_kafka_flush(handle, stop.1)
+            guard !stop.stopping else {
+                rd_kafka_flush(handle, stop.flushMillis)
                 // Whatever is still queued fails now, with a report each, so that nothing goes uncounted.
                 rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
                 rd_kafka_poll(handle, 0)
@@ -215,9 +215,9 @@ public final class KafkaProducer: @unchecked Sendable {
 /// leader, as librdkafka's sticky partitioner would send them, but chosen once a run: that partitioner reads the
 /// clock and looks up the partition's leader once a message (about 80 ns of the sink's CPU an event, measured).
 /// The producer's thread asks the cluster for the partitions and their leaders every 5 seconds (every 100 ms while
-/// some topic's are not known, and at the first delivery reports); until they are (the first moments of a run, a cluster out of reach) librdkafka's
-/// partitioner chooses. A partition that loses its leader in between holds its messages until librdkafka finds the
-/// new one, as it holds those it had placed there itself.
+/// some topic's are not known, and at the first delivery reports); until they are (the first moments of a run, a
+/// cluster out of reach) librdkafka's partitioner chooses. A partition that loses its leader in between holds its
+/// messages until librdkafka finds the new one, as it holds those it had placed there itself.
 public final class KafkaTopic: @unchecked Sendable {
     // @unchecked: `handle` is set once; librdkafka allows producing to a topic handle from any thread, and the
     // producer frees it only at shutdown, after the last produce. `turns` is guarded by its mutex.
