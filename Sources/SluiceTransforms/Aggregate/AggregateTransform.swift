@@ -140,7 +140,9 @@ struct AggregateTransform: Transform {
         readings = Array(repeating: .null, count: arguments.count)
         values = Array(repeating: .null, count: arguments.count)
         errors = EvaluationErrorLog(componentID: context.id, log: context.log)
-        groups = Groups(width: config.groupBy.count)
+        // Sessions close one by one, with no round of closing a window after which idle groups could go.
+        let sessions = if case .session = config.window { true } else { false }
+        groups = Groups(width: config.groupBy.count, keepsIdle: !sessions)
         states = WindowStates(
             layout: AccumulatorLayout(config.aggregations), argumentIndex: argumentIndex, collectLimits: collectLimits)
     }
@@ -480,6 +482,7 @@ struct AggregateTransform: Transform {
                     emit(state, bounds: bounds, partial: partial, into: &output, &pass)
                     release(state)
                 }
+                groups.endRound()
                 open -= closing.states.count
             }
         case .session:

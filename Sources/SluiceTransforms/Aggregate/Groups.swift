@@ -4,9 +4,16 @@ internal import SluiceCore
 /// its values' JSON text, as `dedupe` keys events), its values for the output, how many open states it has, and
 /// the state its last event went to. A group is forgotten, and its number reused, when its last state closes, so
 /// the groups held are never more than the open states.
+///
+/// With ``keepsIdle`` (tumbling and hopping windows) a group whose last state closed is kept, idle, until the next
+/// window closes, and forgotten then unless an event opened a state for it in between: a device that reports in
+/// every window is found again rather than forgotten and added back once a window (its values evaluated, its key
+/// put back into the table), which was a tenth of what closing windows cost. The groups held are then those of
+/// the open windows and of the window closed last.
 struct Groups: Sendable {
     /// How many values a group has (the `group_by` expressions).
     let width: Int
+    let keepsIdle: Bool
     private var table = FingerprintTable()
     private var keys: [KeyFingerprint] = []
     /// Every group's values, `width` of them from `group * width`.
@@ -21,9 +28,17 @@ struct Groups: Sendable {
     var sessions: [[Int32]] = []
     private var free: [Int32] = []
     private var seen = 0
+    /// The round of closing in which the group went idle, or -1 while it has an open state (or is free).
+    private var idleRound: [Int] = []
+    /// Groups in the order they went idle, with the round; an entry whose group has been used since is stale.
+    private var idle: [(group: Int32, round: Int)] = []
+    private var idleHead = 0
+    /// Counts the windows closed (``endRound()``).
+    private var round = 0
 
-    init(width: Int) {
+    init(width: Int, keepsIdle: Bool) {
         self.width = width
+        self.keepsIdle = keepsIdle
     }
 
     /// The number of the group whose key is `key`, if it has an open window.
@@ -43,6 +58,7 @@ struct Groups: Sendable {
             openStates[index] = 0
             lastEnd[index] = .min
             firstSeen[index] = seen
+            idleRound[index] = -1
             sessions[index].removeAll(keepingCapacity: true)
         } else {
             group = Int32(keys.count)
@@ -52,6 +68,7 @@ struct Groups: Sendable {
             lastEnd.append(.min)
             lastState.append(-1)
             firstSeen.append(seen)
+            idleRound.append(-1)
             sessions.append([])
         }
         seen += 1
@@ -67,16 +84,42 @@ struct Groups: Sendable {
     /// Counts a state opened for `group`.
     mutating func opened(in group: Int32) {
         openStates[Int(group)] += 1
+        idleRound[Int(group)] = -1
     }
 
-    /// Counts a state of `group` closed; the group is forgotten with its last one.
+    /// Counts a state of `group` closed; the group is forgotten with its last one, or goes idle (``keepsIdle``).
     mutating func closed(_ state: Int32, in group: Int32) {
         let index = Int(group)
         if lastState[index] == state { lastEnd[index] = .min }
         openStates[index] -= 1
         guard openStates[index] == 0 else { return }
+        if keepsIdle {
+            idleRound[index] = round
+            idle.append((group, round))
+        } else {
+            forget(index)
+        }
+    }
+
+    /// Ends a round of closing (one window): the groups that were idle before it and stayed idle through it are
+    /// forgotten.
+    mutating func endRound() {
+        while idleHead < idle.count, idle[idleHead].round < round {
+            let (group, wentIdle) = idle[idleHead]
+            idleHead += 1
+            if idleRound[Int(group)] == wentIdle { forget(Int(group)) }
+        }
+        if idleHead > 0, idleHead * 2 >= idle.count {
+            idle.removeFirst(idleHead)
+            idleHead = 0
+        }
+        round += 1
+    }
+
+    private mutating func forget(_ index: Int) {
         table.remove(index, hash: keys[index].hash)
         for slot in (index * width)..<(index * width + width) { values[slot] = .null }
-        free.append(group)
+        idleRound[index] = -1
+        free.append(Int32(index))
     }
 }
