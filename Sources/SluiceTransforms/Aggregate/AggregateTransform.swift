@@ -7,12 +7,6 @@ struct TimeWindow: Sendable {
     var states: [Int32] = []
 }
 
-/// A group's state in the tumbling or hopping window that ends at `end`.
-struct WindowKey: Hashable, Sendable {
-    let group: Int32
-    let end: Int64
-}
-
 /// Folds events into one event per group and window (see ``AggregateTransformConfig``).
 ///
 /// Event time: the watermark is the largest event time seen minus the allowed lateness, advanced event by event in
@@ -65,9 +59,8 @@ struct AggregateTransform: Transform {
 
     var groups: Groups
     var states: WindowStates
-    /// Tumbling and hopping windows, in ascending order of end, and each group's state in them.
+    /// Tumbling and hopping windows, in ascending order of end (each group's states in them are in ``Groups``).
     var windows: [TimeWindow] = []
-    var stateOf: [WindowKey: Int32] = [:]
     /// Open sessions by end for closing in order. Entries go stale when a session grows or merges; a stale entry is
     /// skipped when it comes up.
     var sessionHeap = SessionHeap()
@@ -378,12 +371,12 @@ struct AggregateTransform: Transform {
         if groups.lastEnd[Int(group)] == end {
             state = groups.lastState[Int(group)]
         } else {
-            if let existing = stateOf[WindowKey(group: group, end: end)] {
+            if let existing = groups.states[Int(group)].first(where: { states.end[Int($0)] == end }) {
                 state = existing
             } else {
                 state = states.open(group: group, start: start, end: end)
                 groups.opened(in: group)
-                stateOf[WindowKey(group: group, end: end)] = state
+                groups.states[Int(group)].append(state)
                 windows[windowIndex(start: start, end: end)].states.append(state)
                 open += 1
             }
@@ -409,8 +402,8 @@ struct AggregateTransform: Transform {
 
     private mutating func addToSession(_ eventTime: Int64, _ ingestNanos: UInt64, _ group: Int32, gap: Int64) {
         // Taken out of the groups while it changes, so that the array is not copied.
-        var list = groups.sessions[Int(group)]
-        groups.sessions[Int(group)] = []
+        var list = groups.states[Int(group)]
+        groups.states[Int(group)] = []
         // The sessions this event falls within the gap of: it joins them (and joins them together).
         let touching = list.indices.filter {
             eventTime >= states.start[Int(list[$0])] - gap && eventTime < states.end[Int(list[$0])]
@@ -436,14 +429,13 @@ struct AggregateTransform: Transform {
             open += 1
             sessionHeap.push(end: eventTime + gap, order: groups.firstSeen[Int(group)], state: state, states)
         }
-        groups.sessions[Int(group)] = list
+        groups.states[Int(group)] = list
         states.fold(state, readings, values, time: eventTime, ingestNanos: ingestNanos)
     }
 
     /// Frees a state that was emitted or merged into another, and its group with its last state.
     private mutating func release(_ state: Int32) {
         let group = states.group[Int(state)]
-        if case .session = window {} else { stateOf[WindowKey(group: group, end: states.end[Int(state)])] = nil }
         groups.closed(state, in: group)
         states.close(state)
         closedSinceFloor = true
@@ -488,7 +480,6 @@ struct AggregateTransform: Transform {
         case .session:
             while let state = sessionHeap.popOpen(endingBy: limit, states) {
                 let slot = Int(state)
-                groups.sessions[Int(states.group[slot])].removeAll { $0 == state }
                 let bounds = (
                     JSONValue.string(RFC3339.format(epochMillis: states.start[slot])),
                     JSONValue.string(RFC3339.format(epochMillis: states.end[slot]))

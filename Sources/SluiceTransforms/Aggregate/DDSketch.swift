@@ -95,7 +95,15 @@ struct DDSketch: Sendable {
     func quantile(_ q: Double) -> Double? {
         guard count > 0 else { return nil }
         let rank = Int((q * Double(count - 1)).rounded(.down))
-        if count <= Self.exactValues { return exact.sorted()[rank] }
+        if count <= Self.exactValues {
+            // Sorted on the stack: a window's few values, once, allocate nothing.
+            return withUnsafeTemporaryAllocation(of: Double.self, capacity: exact.count) { buffer in
+                var sorted = buffer
+                _ = sorted.initialize(from: exact)
+                sorted.sort()
+                return sorted[rank]
+            }
+        }
         if rank == 0 { return minimum }
         if rank == count - 1 { return maximum }
         var seen = 0

@@ -24,8 +24,9 @@ struct Groups: Sendable {
     var lastState: [Int32] = []
     /// When the group was first seen (counting every group), to order sessions ending together.
     private(set) var firstSeen: [Int] = []
-    /// Session windows only: the group's open sessions, sorted by start.
-    var sessions: [[Int32]] = []
+    /// The group's open states: its sessions, sorted by start, or its windows' states in the order they opened
+    /// (a group has one open window but for a moment after a window ends, or with hopping windows a few).
+    var states: [[Int32]] = []
     private var free: [Int32] = []
     private var seen = 0
     /// The round of closing in which the group went idle, or -1 while it has an open state (or is free).
@@ -59,7 +60,7 @@ struct Groups: Sendable {
             lastEnd[index] = .min
             firstSeen[index] = seen
             idleRound[index] = -1
-            sessions[index].removeAll(keepingCapacity: true)
+            states[index].removeAll(keepingCapacity: true)
         } else {
             group = Int32(keys.count)
             keys.append(key)
@@ -69,7 +70,7 @@ struct Groups: Sendable {
             lastState.append(-1)
             firstSeen.append(seen)
             idleRound.append(-1)
-            sessions.append([])
+            states.append([])
         }
         seen += 1
         table.insert(Int(group), hash: key.hash)
@@ -87,10 +88,12 @@ struct Groups: Sendable {
         idleRound[Int(group)] = -1
     }
 
-    /// Counts a state of `group` closed; the group is forgotten with its last one, or goes idle (``keepsIdle``).
+    /// Counts a state of `group` closed and takes it out of the group's ``states``; the group is forgotten with its
+    /// last one, or goes idle (``keepsIdle``).
     mutating func closed(_ state: Int32, in group: Int32) {
         let index = Int(group)
         if lastState[index] == state { lastEnd[index] = .min }
+        if let position = states[index].firstIndex(of: state) { states[index].remove(at: position) }
         openStates[index] -= 1
         guard openStates[index] == 0 else { return }
         if keepsIdle {
