@@ -527,9 +527,7 @@ struct AggregateTransform: Transform {
         }
         fields.append(JSONObject.Field(key: "window_start", value: bounds.start))
         fields.append(JSONObject.Field(key: "window_end", value: bounds.end))
-        for (aggregation, value) in zip(aggregations, states.results(state, aggregations)) {
-            fields.append(JSONObject.Field(key: aggregation.field, value: value))
-        }
+        states.appendResults(state, aggregations, to: &fields)
         if partial { fields.append(JSONObject.Field(key: "partial", value: true)) }
         let ingestNanos = min(states.firstIngestNanos[Int(state)], MonotonicClock.nanos())
         output.append(Event(.object(JSONObject(uniqueFields: fields)), ingestNanos: ingestNanos))

@@ -247,22 +247,27 @@ struct WindowStates: Sendable {
         }
     }
 
-    /// The aggregations' results for `state`, in the order they were written.
-    func results(_ state: Int32, _ aggregations: [Aggregation]) -> [JSONValue] {
+    /// Appends the aggregations' results for `state` to `fields`, each under its output field, in the order they
+    /// were written.
+    func appendResults(_ state: Int32, _ aggregations: [Aggregation], to fields: inout [JSONObject.Field]) {
         let index = Int(state)
-        return zip(aggregations, layout.slots).map { aggregation, slot in
-            switch slot {
-            case .count(let k): .int(Int64(counts[index * layout.counts + k]))
-            case .sum(let k):
-                aggregation.function == .avg ? sums[index * layout.sums + k].mean : sums[index * layout.sums + k].value
-            case .moments(let k): moments[index * layout.moments + k].standardDeviation.map { .double($0) } ?? .null
-            case .extreme(let k, _): extremes[index * layout.extremes + k].value
-            case .ordered(let k, _): ordered[index * layout.ordered + k].value
-            case .sketch(let k):
-                sketches[index * layout.sketches + k].quantile(aggregation.parameter).map { .double($0) } ?? .null
-            case .distinct(let k): .int(Int64(distincts[index * layout.distincts + k].estimate))
-            case .collected(let k): .array(collected[index * layout.collected + k].items.map(\.value))
-            }
+        for (aggregation, slot) in zip(aggregations, layout.slots) {
+            let value: JSONValue =
+                switch slot {
+                case .count(let k): .int(Int64(counts[index * layout.counts + k]))
+                case .sum(let k):
+                    aggregation.function == .avg
+                        ? sums[index * layout.sums + k].mean : sums[index * layout.sums + k].value
+                case .moments(let k):
+                    moments[index * layout.moments + k].standardDeviation.map { .double($0) } ?? .null
+                case .extreme(let k, _): extremes[index * layout.extremes + k].value
+                case .ordered(let k, _): ordered[index * layout.ordered + k].value
+                case .sketch(let k):
+                    sketches[index * layout.sketches + k].quantile(aggregation.parameter).map { .double($0) } ?? .null
+                case .distinct(let k): .int(Int64(distincts[index * layout.distincts + k].estimate))
+                case .collected(let k): .array(collected[index * layout.collected + k].items.map(\.value))
+                }
+            fields.append(JSONObject.Field(key: aggregation.field, value: value))
         }
     }
 }
