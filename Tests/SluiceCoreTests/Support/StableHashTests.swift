@@ -1,4 +1,5 @@
 import SluiceCore
+import SluiceTesting
 import Testing
 
 struct StableHashTests {
@@ -19,6 +20,42 @@ struct StableHashTests {
         #expect(pair.0 == expected)
         #expect(pair.1 == bytes.withUnsafeBytes { StableHash.hash($0, seed: 42) })
         #expect(pair.1 != pair.0)
+    }
+
+    /// The hash as its definition says, a byte at a time: the length, each whole eight-byte word mixed in, then the
+    /// bytes after them as one little-endian word. Every length from 0 to 40, at offsets that do and do not align.
+    @Test func theHashIsItsDefinitionAtEveryLength() {
+        func mix(_ value: UInt64) -> UInt64 {
+            var x = value
+            x ^= x >> 33
+            x = x &* 0xFF51_AFD7_ED55_8CCD
+            x ^= x >> 33
+            x = x &* 0xC4CE_B9FE_1A85_EC53
+            return x ^ x >> 33
+        }
+        func reference(_ bytes: ArraySlice<UInt8>, seed: UInt64) -> UInt64 {
+            var state = seed ^ UInt64(bytes.count) &* 0xC2B2_AE3D_27D4_EB4F
+            var word: UInt64 = 0
+            for (position, byte) in bytes.enumerated() {
+                word |= UInt64(byte) << UInt64(position % 8 * 8)
+                if position % 8 == 7 {
+                    state = mix(state ^ word)
+                    word = 0
+                }
+            }
+            return mix(state ^ word ^ 0xFF51_AFD7_ED55_8CCD)
+        }
+        var generator = SplitMix64(seed: 7)
+        let text = (0..<48).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        for start in 0..<3 {
+            for count in 0...40 {
+                let bytes = text[start..<(start + count)]
+                let pair = bytes.withUnsafeBytes { StableHash.pair($0, secondSeed: 42) }
+                #expect(pair.0 == reference(bytes, seed: 0x9E37_79B9_7F4A_7C15), "\(count) bytes from \(start)")
+                #expect(pair.1 == reference(bytes, seed: 42), "\(count) bytes from \(start)")
+                #expect(bytes.withUnsafeBytes { StableHash.hash($0) } == pair.0)
+            }
+        }
     }
 
     /// Hashing bytes followed by one more byte in place gives what hashing them copied out with it gives, at every
