@@ -1,9 +1,9 @@
 internal import SluiceCore
 
-/// The groups of an `aggregate` that have an open window, numbered densely: each one's key (by the fingerprint of
+/// The groups of an `aggregate` that it holds (see below), numbered densely: each one's key (by the fingerprint of
 /// its values' JSON text, as `dedupe` keys events), its values for the output, how many open states it has, and
-/// the state its last event went to. A group is forgotten, and its number reused, when its last state closes, so
-/// the groups held are never more than the open states.
+/// the state its last event went to. Without ``keepsIdle`` a group is forgotten, and its number reused, when its
+/// last state closes, so the groups held are never more than the open states.
 ///
 /// With ``keepsIdle`` (tumbling and hopping windows) a group whose last state closed is kept, idle, until the next
 /// window closes, and forgotten then unless an event opened a state for it in between: a device that reports in
@@ -42,7 +42,7 @@ struct Groups: Sendable {
         self.keepsIdle = keepsIdle
     }
 
-    /// The number of the group whose key is `key`, if it has an open window.
+    /// The number of the group whose key is `key`, if it is held (it has an open window, or is idle).
     func number(of key: KeyFingerprint) -> Int32? {
         table.find(key, keyOf: { keys[$0] }).map { Int32($0) }
     }
