@@ -291,7 +291,7 @@ struct KafkaEndToEndTests {
         #expect(
             pipeline.waitForReport("in") { $0["paused"] == .bool(false) }, "\(Self.state(of: pipeline, child))")
         // The visitor leaves, and the two come back.
-        #expect(visited.wait(timeout: .now() + 60) == .success)
+        #expect(visited.wait(timeout: .now() + 90) == .success)
         #expect(answer.locked { $0.contains("read") }, "the visitor answered \(answer.locked { $0 })")
         #expect(
             pipeline.waitForReport("in") { $0.int("partitions_assigned") == 4 }, "\(Self.state(of: pipeline, child))")
