@@ -168,9 +168,29 @@ public final class KafkaConsumer: @unchecked Sendable {
             open = false
             rd_kafka_queue_destroy(queue)
         }
+        var joined = hasMemberID
         rd_kafka_consumer_close(handle)
-        rd_kafka_destroy(handle)
+        joined = joined || hasMemberID
+        if joined, !callbacks.assignedOnce, rd_kafka_version() < Self.firstVersionFreeingUnassignedMembers {
+            // librdkafka before 2.3.0 aborts the process when it frees a cooperative-sticky member that joined its
+            // group but was never given an assignment (confluentinc/librdkafka#4312: the assignor's state is still
+            // null). Such a client, closed, is kept until the process ends, with the callbacks its threads may
+            // still call: rare (stopped during its first rebalance), and far better than an abort.
+            _ = Unmanaged.passRetained(callbacks)
+        } else {
+            rd_kafka_destroy(handle)
+        }
         callbacks.handler = nil
+    }
+
+    /// librdkafka 2.3.0 (`rd_kafka_version()`'s encoding), which frees a member never assigned without aborting.
+    static let firstVersionFreeingUnassignedMembers: Int32 = 0x0203_00FF
+
+    /// True when the group coordinator has given this member an id: it joined the group, or is joining.
+    private var hasMemberID: Bool {
+        guard let id = rd_kafka_memberid(handle) else { return false }
+        defer { rd_kafka_mem_free(handle, id) }
+        return id.pointee != 0
     }
 }
 
@@ -187,9 +207,13 @@ public struct KafkaMessage: ~Copyable {
 }
 
 private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
-    // @unchecked: `handler` is written by the poll thread (subscribe, close) and read in the
-    // rebalance callback, which librdkafka runs inside `poll` on that same thread.
+    // @unchecked: `handler` is written by the poll thread (subscribe, close) and read in the rebalance callback, which
+    // librdkafka runs inside `poll` on that same thread; `assignedOnce` is written there and read by `close`, which
+    // the owner calls after its last poll.
     var handler: ((KafkaConsumer.Rebalance) -> Void)?
+    /// True once librdkafka gave this member an assignment (set in the rebalance callback, on the poll thread;
+    /// read by `close`, after the last poll).
+    var assignedOnce = false
 
     func rebalance(
         _ client: OpaquePointer, _ code: rd_kafka_resp_err_t,
@@ -199,6 +223,7 @@ private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
         let changed = partitions(in: list).map(\.0)
         switch code {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            assignedOnce = true
             handler?(.assigned(changed))
             if cooperative {
                 if let error = rd_kafka_incremental_assign(client, list) { report(error) }

@@ -542,6 +542,30 @@ struct KafkaEndToEndTests {
                 + reports.joined(separator: "\n"))
     }
 
+    /// librdkafka before 2.3.0 aborts the process when it frees a cooperative-sticky member that joined its group
+    /// but was never given an assignment (confluentinc/librdkafka#4312: the assignor's state is still null). A run
+    /// stopped in that moment, here made to last by a coordinator that holds back its SyncGroup answer, ends as any
+    /// other: exit status 0 and a final report.
+    @Test func aRunStoppedBeforeItsFirstAssignmentEndsCleanly() throws {
+        let peer = try KafkaPeer(controllable: true)
+        defer { peer.stop() }
+        #expect(try peer.ask("produce in 100")["produced"] as? Int == 100)
+        #expect(try peer.ask("holdsync held 20")["held"] as? Int == 1)
+        let pipeline = try TemporaryPipeline(Self.copyPipeline(group: "held", sink: "type: blackhole\ninputs: [in]"))
+        defer { pipeline.remove() }
+        let child = try Self.start(pipeline, peer)
+        defer { child.killIfRunning() }
+        // Once the held answer is taken, the member has joined and asked for its assignment.
+        let deadline = Date().addingTimeInterval(30)
+        while try peer.ask("syncheld")["waiting"] as? Int != 0, Date() < deadline { usleep(100_000) }
+        #expect(try peer.ask("syncheld")["waiting"] as? Int == 0, "the member never asked for its assignment")
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit(seconds: 60) == 0, "\(child.errorText)")
+        let source = try #require(try pipeline.finalComponent("in"))
+        #expect(source.balances)
+        #expect(source.int("received_events_total") == 0)
+    }
+
     @Test func anUnreachableClusterIsReportedOnceAndRetriedWithoutSpinning() throws {
         let pipeline = try TemporaryPipeline(
             Self.copyPipeline(group: "nobody", sink: "type: blackhole\ninputs: [in]"))

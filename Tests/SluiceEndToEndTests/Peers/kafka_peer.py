@@ -28,6 +28,10 @@ test spreads its messages over several topics.
   down                            (with --controllable) every broker closes its connections and refuses new ones, as
                                   a cluster being restarted does; answers {"down": 3}
   up                              (with --controllable) the brokers accept connections again; answers {"up": 3}
+  holdsync GROUP SECS             (with --controllable) makes broker 1 GROUP's coordinator and holds back its answer
+                                  to the next SyncGroup for SECS seconds: a member that asks has joined the group
+                                  and has no assignment until then; answers {"held": 1}
+  syncheld                        (with --controllable) whether that SyncGroup is still to come: {"waiting": 1 or 0}
   quit                            ends the process (the cluster goes with it)
 
 Every loop is bounded by a deadline; the process ends by itself after --lifetime seconds.
@@ -63,6 +67,15 @@ if arguments.controllable:
     for name in ("rd_kafka_mock_broker_set_down", "rd_kafka_mock_broker_set_up"):
         getattr(rdkafka, name).argtypes = [ctypes.c_void_p, ctypes.c_int32]
         getattr(rdkafka, name).restype = ctypes.c_int
+    rdkafka.rd_kafka_mock_coordinator_set.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                                      ctypes.c_int32]
+    rdkafka.rd_kafka_mock_coordinator_set.restype = ctypes.c_int
+    # Variadic after the count: (error, delay in ms) pairs, passed as C ints.
+    rdkafka.rd_kafka_mock_broker_push_request_error_rtts.restype = ctypes.c_int
+    rdkafka.rd_kafka_mock_broker_error_stack_cnt.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int16,
+                                                             ctypes.POINTER(ctypes.c_size_t)]
+    rdkafka.rd_kafka_mock_broker_error_stack_cnt.restype = ctypes.c_int
+    SYNC_GROUP = 14
     reason = ctypes.create_string_buffer(512)
     host = rdkafka.rd_kafka_new(0, rdkafka.rd_kafka_conf_new(), reason, len(reason))
     if not host:
@@ -220,6 +233,17 @@ def serve(command, rest):
     elif command in ("down", "up") and arguments.controllable:
         change = rdkafka.rd_kafka_mock_broker_set_down if command == "down" else rdkafka.rd_kafka_mock_broker_set_up
         answer({command: sum(1 for broker in BROKER_IDS if change(mock, broker) == 0)})
+    elif command == "holdsync" and arguments.controllable:
+        # No error (0), answered after the delay.
+        set_coordinator = rdkafka.rd_kafka_mock_coordinator_set(mock, b"group", rest[0].encode(), 1)
+        pushed = rdkafka.rd_kafka_mock_broker_push_request_error_rtts(
+            ctypes.c_void_p(mock), ctypes.c_int32(1), ctypes.c_int16(SYNC_GROUP), ctypes.c_size_t(1),
+            ctypes.c_int(0), ctypes.c_int(int(float(rest[1]) * 1000)))
+        answer({"held": 1} if set_coordinator == 0 and pushed == 0 else {"error": f"{set_coordinator} {pushed}"})
+    elif command == "syncheld" and arguments.controllable:
+        count = ctypes.c_size_t(0)
+        code = rdkafka.rd_kafka_mock_broker_error_stack_cnt(mock, 1, SYNC_GROUP, ctypes.byref(count))
+        answer({"waiting": count.value} if code == 0 else {"error": code})
     else:
         answer({"error": f"unknown command {command}"})
 
