@@ -18,6 +18,8 @@ struct Groups: Sendable {
     private var keys: [KeyFingerprint] = []
     /// Every group's values, `width` of them from `group * width`.
     private var values: [JSONValue] = []
+    /// How many open states the group has: the length of its ``states`` list, except while `aggregate` has taken
+    /// that list out to merge sessions (the merged ones are closed then, and the group must not look empty).
     private var openStates: [Int] = []
     /// The window end and the state of the group's last event: most events go where the one before them went.
     var lastEnd: [Int64] = []
