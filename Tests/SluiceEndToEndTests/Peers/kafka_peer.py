@@ -13,9 +13,10 @@ test spreads its messages over several topics.
                                   {"produced": N, "seconds": s}
   check TOPICS N [SECS]            reads TOPIC from the start (a fresh group) until N distinct values of "n" came and
                                   then nothing for a second, or nothing came for SECS seconds (default 20); answers count, distinct n, the
-                                  duplicates, up to 10 missing n below N, and order_violations: messages whose n is
+                                  duplicates, up to 10 missing n below N, order_violations: messages whose n is
                                   not above the previous one of the same key in the same partition, among first
-                                  deliveries (a redelivery after a crash repeats a run of earlier n)
+                                  deliveries (a redelivery after a crash repeats a run of earlier n), and truncated:
+                                  the partitions ("topic/p") whose oldest messages the mock dropped
   committed GROUP TOPICS          the group's committed offset per partition of TOPICS, and their sum
   consume TOPICS N                a plain consumer (librdkafka under Python), reading N messages from the start as
                                   fast as it can; answers {"count": n, "seconds": s} (the benchmarks' reference)
@@ -148,10 +149,14 @@ def check(topics, count, idle_secs=20.0):
                 if slot in last and last[slot] >= n:
                     violations += 1
                 last[slot] = n
+    # A partition whose log no longer starts at 0 lost its oldest messages to the mock's limit, not to the tested
+    # program: said apart, so that a test can tell the two.
+    truncated = [f"{tp.topic}/{tp.partition}" for tp in reader.assignment()
+                 if reader.get_watermark_offsets(tp, timeout=10)[0] > 0]
     reader.close()
     missing = [n for n in range(count) if n not in seen][:10]
     answer({"count": total, "distinct": len(seen), "duplicates": total - len(seen), "missing": missing,
-            "order_violations": violations})
+            "order_violations": violations, "truncated": truncated})
 
 
 def committed(group, topics):
