@@ -187,16 +187,30 @@ extension Event {
     /// holds object text without that field: what ``set(_:to:)`` does for a one-key path, with the key's bytes and
     /// hash prepared once. Returns false, changing nothing, in every other case; the caller then sets by path.
     package mutating func appendField(_ locator: inout FieldLocator, _ newValue: JSONValue) -> Bool {
-        guard locator.isPlain, text.count >= 2, text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}"),
-            Self.keysAreASCII(newValue)
-        else { return false }
-        if topLevelKeys.mayContain(hash: locator.hash) {
-            let lookup = text.withUnsafeBufferPointer { text in
-                CanonicalJSON.field(&locator, in: text, keys: topLevelKeys, flat: textIsFlat)
-            }
-            guard case .missing = lookup else { return false }
-        }
+        guard Self.keysAreASCII(newValue), canAppend(&locator) else { return false }
         locator.key.withUnsafeBufferPointer { appendMissingField($0, hash: locator.hash, newValue) }
+        return true
+    }
+
+    /// ``appendField(_:_:)`` for a number or a boolean (a numeric program's result), written from `scalar` with no
+    /// value made. False, changing nothing, where that one would be false, and for `{}`.
+    package mutating func appendField(_ locator: inout FieldLocator, scalar: Scalar) -> Bool {
+        guard text.count > 2, canAppend(&locator) else { return false }
+        locator.key.withUnsafeBufferPointer { CanonicalJSON.appendField($0, scalar, to: &text) }
+        topLevelKeys.insert(hash: locator.hash)
+        return true
+    }
+
+    /// True when the event holds object text without the plain top-level field `locator` names.
+    private func canAppend(_ locator: inout FieldLocator) -> Bool {
+        guard locator.isPlain, text.count >= 2, text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}") else {
+            return false
+        }
+        guard topLevelKeys.mayContain(hash: locator.hash) else { return true }
+        let lookup = text.withUnsafeBufferPointer { text in
+            CanonicalJSON.field(&locator, in: text, keys: topLevelKeys, flat: textIsFlat)
+        }
+        guard case .missing = lookup else { return false }
         return true
     }
 

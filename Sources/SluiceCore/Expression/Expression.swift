@@ -78,6 +78,10 @@ public struct Expression: Sendable {
     /// True when the expression also has a ``NumericProgram``, tried first.
     package var hasNumericProgram: Bool { program.numeric != nil }
 
+    /// The expression's ``NumericProgram``, for a stage to call per event with no reference counted; `nil` when it
+    /// has none.
+    package var numericCode: NumericCode? { program.numeric.map { NumericCode($0.compiled) } }
+
     /// The value by the general program alone, for tests that hold the numeric program to it.
     package func evaluateByGeneralProgram(_ event: Event, _ state: inout ExpressionState) throws(EvaluationError)
         -> JSONValue

@@ -346,6 +346,20 @@ extension NumericProgram {
     }
 }
 
+/// An expression's numeric program, called with no reference counted: a closure loaded from an array or an object
+/// to be called is retained and released around the call (a map paid 5 ns an event, a route more). Valid only while
+/// the ``Expression`` it came from lives, which its holder keeps.
+package struct NumericCode: Sendable {
+    private let compiled: Unmanaged<NumericProgram.Compiled>
+
+    init(_ compiled: NumericProgram.Compiled) { self.compiled = Unmanaged.passUnretained(compiled) }
+
+    /// The number or boolean for `event`, or `nil` when this event needs the general program.
+    package func run(_ event: Event, _ state: inout ExpressionState) -> Scalar? {
+        compiled._withUnsafeGuaranteedRef { $0.code(event, &state) }
+    }
+}
+
 /// The numeric programs of several expressions that run one after another on each event, reading their top-level
 /// fields through one state: a field that several of them read (a route's `.temperature > 30` and
 /// `.temperature <= 30`) is found once per event, where each program alone would look for it again, and its number
@@ -354,9 +368,8 @@ extension NumericProgram {
 package struct SharedNumericPrograms: Sendable {
     /// The programs, which keep their code alive as long as this lives.
     private let programs: [NumericProgram?]
-    /// The same code, unretained: a closure loaded from an array to be called is retained and released around the
-    /// call (a route paid that for every condition of every event); `programs` holds every one of them.
-    private let code: [Unmanaged<NumericProgram.Compiled>?]
+    /// The same code, unretained (`programs` holds every one of it).
+    private let code: [NumericCode?]
     private let initialState: ExpressionState
 
     /// The programs of `expressions`, in order.
@@ -366,7 +379,7 @@ package struct SharedNumericPrograms: Sendable {
         programs = expressions.map {
             NumericProgram($0.root, fieldNames: &fieldNames, patterns: &patterns, sharing: true)
         }
-        code = programs.map { $0.map { Unmanaged.passUnretained($0.compiled) } }
+        code = programs.map { $0.map { NumericCode($0.compiled) } }
         var state = ExpressionState(
             locators: fieldNames.map(FieldLocator.init), registers: [],
             matchers: Array(repeating: nil, count: patterns.count))
@@ -382,6 +395,6 @@ package struct SharedNumericPrograms: Sendable {
 
     /// The value of expression `index` for `event` by its numeric program; `nil` where it has none or gives up.
     package func run(_ index: Int, _ event: Event, _ state: inout ExpressionState) -> JSONValue? {
-        code[index]?._withUnsafeGuaranteedRef { $0.code(event, &state) }?.value
+        code[index]?.run(event, &state)?.value
     }
 }

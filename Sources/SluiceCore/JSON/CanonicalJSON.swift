@@ -930,14 +930,24 @@ enum CanonicalJSON {
     }
 
     /// Appends `"key":value` to the canonical object `text`, which must not have `key`; the result is canonical.
-    /// A number, boolean or null goes in with the key in one append (each append checks the array's uniqueness
-    /// and room: six of them per field were a fifth of a chain of maps' time).
     static func appendField(_ key: UnsafeBufferPointer<UInt8>, _ value: JSONValue, to text: inout [UInt8]) {
+        if text.count > 2, let scalar = Scalar(value) { return appendField(key, scalar, to: &text) }
         // `{}` loses its brace; any other object's becomes the comma before the new field.
         if text.count > 2 { text[text.count - 1] = UInt8(ascii: ",") } else { text.removeLast() }
-        let room = key.count + 4 + JSONWriter.scalarCapacity
-        // `"key":` and, when it is a number, boolean or null, the value and the closing brace: one append.
-        let wroteValue = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: room) { buffer -> Bool in
+        text.append(UInt8(ascii: "\""))
+        text.append(contentsOf: key)
+        text.append(UInt8(ascii: "\""))
+        text.append(UInt8(ascii: ":"))
+        JSONWriter.write(value, to: &text)
+        text.append(UInt8(ascii: "}"))
+    }
+
+    /// ``appendField(_:_:to:)`` for a number or a boolean, to object text that has other fields: with the key in
+    /// one append (each append checks the array's uniqueness and room: six of them per field were a fifth of a
+    /// chain of maps' time).
+    static func appendField(_ key: UnsafeBufferPointer<UInt8>, _ value: Scalar, to text: inout [UInt8]) {
+        text[text.count - 1] = UInt8(ascii: ",")
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: key.count + 4 + JSONWriter.scalarCapacity) { buffer in
             let field = buffer.baseAddress!
             field[0] = UInt8(ascii: "\"")
             if let start = key.baseAddress { (field + 1).update(from: start, count: key.count) }
@@ -945,15 +955,14 @@ enum CanonicalJSON {
             field[key.count + 2] = UInt8(ascii: ":")
             let keyCount = key.count + 3
             guard let valueCount = JSONWriter.write(scalar: value, into: field + keyCount) else {
+                // A double only `description` writes.
                 text.append(contentsOf: UnsafeBufferPointer(start: field, count: keyCount))
-                return false
+                JSONWriter.write(value.value, to: &text)
+                text.append(UInt8(ascii: "}"))
+                return
             }
             field[keyCount + valueCount] = UInt8(ascii: "}")
             text.append(contentsOf: UnsafeBufferPointer(start: field, count: keyCount + valueCount + 1))
-            return true
         }
-        if wroteValue { return }
-        JSONWriter.write(value, to: &text)
-        text.append(UInt8(ascii: "}"))
     }
 }

@@ -138,6 +138,17 @@ public enum JSONWriter {
         }
     }
 
+    /// ``write(scalar:into:)`` for a numeric program's result: `nil`, writing nothing, only for a double that only
+    /// `description` writes.
+    @inline(__always)
+    package static func write(scalar value: Scalar, into buffer: UnsafeMutablePointer<UInt8>) -> Int? {
+        switch value {
+        case .int(let number): write(number, into: buffer)
+        case .double(let number): write(number, into: buffer)
+        case .bool(let flag): write(scalar: JSONValue.bool(flag), into: buffer)
+        }
+    }
+
     private static func write(_ number: Int64, into buffer: UnsafeMutablePointer<UInt8>) -> Int {
         var magnitude = number.magnitude
         var digits = 0

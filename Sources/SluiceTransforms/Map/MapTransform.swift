@@ -10,6 +10,8 @@ struct MapTransform: Transform {
     var mergeState: ExpressionState?
     /// Each `set` target that is one top-level key, prepared for appending it to an event's text.
     var targets: [FieldLocator?]
+    /// Each `set` expression's numeric program, if it has one (valid while `config` holds the expressions).
+    let numericCodes: [NumericCode?]
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         let config = config
@@ -34,10 +36,11 @@ struct MapTransform: Transform {
             self.targets = targets
         }
         let sets = config.set
+        let codes = numericCodes
         states.withUnsafeMutableBufferPointer { states in
             targets.withUnsafeMutableBufferPointer { targets in
                 events.retainEvents { event in
-                    guard Self.setFields(of: &event, sets, states, targets, &errors) else {
+                    guard Self.setFields(of: &event, sets, codes, states, targets, &errors) else {
                         pass.discards[.error] += 1
                         return false
                     }
@@ -50,11 +53,17 @@ struct MapTransform: Transform {
     /// Applies a map that only sets fields: an event still holding its text reads its fields from it and gets new
     /// ones appended to it.
     private static func setFields(
-        of event: inout Event, _ sets: [(target: EventPath, value: Expression)],
+        of event: inout Event, _ sets: [(target: EventPath, value: Expression)], _ codes: [NumericCode?],
         _ states: UnsafeMutableBufferPointer<ExpressionState>, _ targets: UnsafeMutableBufferPointer<FieldLocator?>,
         _ errors: inout EvaluationErrorLog
     ) -> Bool {
         for index in sets.indices {
+            // A number or a boolean from the numeric program is appended as it is, with no value made.
+            if targets[index] != nil, let scalar = codes[index]?.run(event, &states[index]),
+                event.appendField(&targets[index]!, scalar: scalar)
+            {
+                continue
+            }
             do throws(EvaluationError) {
                 // Evaluated first, so that reading the event and changing it are not one overlapping access.
                 let value = try sets[index].value.evaluate(event, &states[index])

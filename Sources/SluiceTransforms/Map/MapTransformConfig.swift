@@ -65,6 +65,7 @@ public struct MapTransformConfig: TransformConfig {
         MapTransform(
             config: self, errors: EvaluationErrorLog(componentID: context.id, log: context.log),
             states: set.map { $0.value.makeState() }, mergeState: merge?.makeState(),
-            targets: set.map { $0.target.keys.count == 1 ? FieldLocator($0.target.keys[0]) : nil })
+            targets: set.map { $0.target.keys.count == 1 ? FieldLocator($0.target.keys[0]) : nil },
+            numericCodes: set.map { $0.value.numericCode })
     }
 }

@@ -81,3 +81,35 @@ struct MapTransformTests {
                 """)
     }
 }
+
+struct MapNumericAppendTests {
+    /// A set whose numeric program answers is appended to the event's text straight from the number or boolean;
+    /// the same events held as parsed values go the general way. Both give the same text and the same discards:
+    /// whole numbers, short and 16- to 17-digit doubles, booleans, a field that is already there, a missing one,
+    /// an empty object, an integer overflow.
+    @Test func numbersAppendedToTextAreWhatTheGeneralWayWrites() throws {
+        let options = """
+            {set: {i: .a + 1, d: .a / 4, long: .b * 3, f: .b * 9 / 5 + 32, hot: .b > 20, a: .a * 2, big: .a * 1000000000000000000}}
+            """
+        let lines = [
+            #"{"a":1,"b":0.1}"#, #"{"a":-7,"b":25.37}"#, #"{"a":3,"b":21.7,"i":"kept"}"#, #"{"b":1.5}"#, #"{}"#,
+            #"{"a":0,"b":100.22}"#, #"{"a":123456789,"b":-0.3}"#,
+        ]
+        var asText = try lines.map { try Event(json: Array($0.utf8)) }
+        var asValues = try lines.map { Event(try JSONReader.parse(Array($0.utf8))) }
+        #expect(asText.allSatisfy(\.isText) && !asValues.contains(where: \.isText))
+        var textPass = TransformPass(nowMillis: 0)
+        var valuePass = TransformPass(nowMillis: 0)
+        var textMap = try TransformHarness.make("map", options)
+        var valueMap = try TransformHarness.make("map", options)
+        textMap.process(&asText, &textPass)
+        valueMap.process(&asValues, &valuePass)
+        #expect(asText.map(\.jsonText) == asValues.map(\.jsonText))
+        #expect(asText.count == 5, "-14 and 246913578 times 10^18 overflow")
+        #expect(textPass.discards[.error] == valuePass.discards[.error])
+        #expect(
+            asText.first?.jsonText
+                == #"{"a":2,"b":0.1,"i":2,"d":0.25,"long":0.30000000000000004,"f":32.18,"hot":false,"big":2000000000000000000}"#
+        )
+    }
+}
