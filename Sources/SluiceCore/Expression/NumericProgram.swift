@@ -137,7 +137,12 @@ struct NumericProgram: Sendable {
                     }
                 }
             case .arithmetic(let op, let left, .literal(let literal)):
-                guard let constant = Scalar(literal), let value = compile(left) else { return nil }
+                guard let constant = Scalar(literal) else { return nil }
+                if let (base, steps) = Self.chain(op, left, constant) {
+                    guard let value = compile(base) else { return nil }
+                    return Self.arithmeticChain(value, steps)
+                }
+                guard let value = compile(left) else { return nil }
                 return Self.arithmetic(op, value, constant)
             case .arithmetic(let op, let left, let right):
                 guard let a = compile(left), let b = compile(right) else { return nil }
@@ -228,6 +233,56 @@ struct NumericProgram: Sendable {
                 return { event, state in
                     value(event, &state).flatMap { NumericProgram.arithmetic(.remainder, $0, constant) }
                 }
+            }
+        }
+
+        /// Two or more operations with a number in a row (`.temp * 9 / 5 + 32`): the value they start from and the
+        /// operations in order; `nil` for one, and where a number is not one (a boolean) or divides by zero, which
+        /// ``arithmetic(_:_:_:)`` takes one by one.
+        static func chain(_ op: ArithmeticOperator, _ left: ExpressionNode, _ constant: Scalar)
+            -> (base: ExpressionNode, steps: [(ArithmeticOperator, Scalar)])?
+        {
+            var steps = [(op, constant)]
+            var base = left
+            while case .arithmetic(let inner, let operand, .literal(let literal)) = base, let number = Scalar(literal) {
+                steps.insert((inner, number), at: 0)
+                base = operand
+            }
+            let usable = steps.allSatisfy { op, constant in
+                guard let number = constant.number else { return false }
+                return number != 0 || (op != .divide && op != .remainder)
+            }
+            return steps.count >= 2 && usable ? (base, steps) : nil
+        }
+
+        /// A ``chain(_:_:_:)`` in one closure. From a double every step is a double operation, and only the end is
+        /// checked for being finite: a step's non-finite result stays so through the steps after it (each with a
+        /// finite, non-zero divisor), so this is what checking each step gives. From an integer, step by step.
+        static func arithmeticChain(_ value: @escaping Code, _ steps: [(ArithmeticOperator, Scalar)]) -> Code {
+            let numbers = steps.map { op, constant in (op, constant.number!) }
+            return { event, state in
+                guard let start = value(event, &state) else { return nil }
+                if case .double(var number) = start {
+                    for index in numbers.indices {
+                        let (op, constant) = numbers[index]
+                        switch op {
+                        case .add: number += constant
+                        case .subtract: number -= constant
+                        case .multiply: number *= constant
+                        case .divide: number /= constant
+                        case .remainder: number = number.truncatingRemainder(dividingBy: constant)
+                        }
+                    }
+                    return number.isFinite ? .double(number) : nil
+                }
+                var result = start
+                for index in steps.indices {
+                    guard let next = NumericProgram.arithmetic(steps[index].0, result, steps[index].1) else {
+                        return nil
+                    }
+                    result = next
+                }
+                return result
             }
         }
 

@@ -16,6 +16,10 @@ struct NumericProgramTests {
         "null != .s", ".f != null && .a > 1", "30 == .a", ".a != 1.5",
         // Each operator with a number on its right (compiled apart), dividing by zero too.
         ".a - 2", ".a - 0.5", ".a % 7", ".a % 0", ".a / 0", ".a * -3",
+        // Operations with numbers in a row (compiled as one): overflowing to infinity and back, integer overflow,
+        // a remainder, a zero divisor among them, a boolean.
+        ".a * 1e307 * 100 - 1", ".a * 1e307 * 100 * 0", ".a + 9223372036854775000 - 1000 + 1000", ".a / 0.5 % 7 - 1",
+        ".a * 2 / 0 + 1", ".a % 3 * 2 + 0.25", ".a + 1 + true",
     ]
 
     @Test func theCommonFormsHaveANumericProgramAndOthersDoNot() throws {
