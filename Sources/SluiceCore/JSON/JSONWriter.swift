@@ -230,13 +230,13 @@ public enum JSONWriter {
     /// values.
     package static func shortDecimal(_ magnitude: Double) -> (digits: UInt64, fractionDigits: Int)? {
         guard magnitude >= 1e-4, magnitude < 1e9 else { return nil }
-        var scale = 1.0
-        for fractionDigits in 0...2 {
-            let candidate = UInt64(magnitude * scale + 0.5)
-            if Double(candidate) / scale == magnitude {
-                return fractionDigits > 0 && candidate % 10 == 0 ? nil : (candidate, fractionDigits)
-            }
-            scale *= 10
+        // Two fraction digits, with the zeros at their end taken off: a decimal of fewer that reads back as the
+        // magnitude is this one with zeros appended (the product of the magnitude and 100 is within 10^-4 of it,
+        // so it rounds to it), so this finds the shortest of up to two with one division instead of three.
+        let hundredths = UInt64(magnitude * 100 + 0.5)
+        if Double(hundredths) / 100 == magnitude {
+            if hundredths % 10 != 0 { return (hundredths, 2) }
+            return hundredths % 100 != 0 ? (hundredths / 10, 1) : (hundredths / 100, 0)
         }
         // 15 significant digits: 14 after the first, whose place the decade gives. 2^e lies in decade
         // floor(e log10 2) (1233 / 4096 is log10 2 to four places), and the magnitude there or in the next.
