@@ -240,7 +240,8 @@ public enum JSONWriter {
         }
         // 15 significant digits: 14 after the first, whose place the decade gives. 2^e lies in decade
         // floor(e log10 2) (1233 / 4096 is log10 2 to four places), and the magnitude there or in the next.
-        var decade = (magnitude.exponent * 1233) >> 12
+        // The exponent from the bits (the magnitude is normal here), as `exponent` is a call into the library.
+        var decade = ((Int(magnitude.exponentBitPattern) - 1023) * 1233) >> 12
         if magnitude >= decadeStart(decade + 1) { decade += 1 }
         var fractionDigits = 14 - decade
         let power = CanonicalJSON.powerOfTen(fractionDigits)

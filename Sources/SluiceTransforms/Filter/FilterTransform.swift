@@ -6,12 +6,20 @@ struct FilterTransform: Transform {
     var errors: EvaluationErrorLog
     /// Where the condition's fields were in the last event.
     var state: ExpressionState
+    /// The condition's numeric program, if it has one (valid while `condition` lives).
+    let numericCode: NumericCode?
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         // Calling a method of `self.condition` while `self.state` is passed inout copies the expression (a retain
         // and a release) for every event; the local copy makes that one per batch.
         let condition = condition
+        let numericCode = numericCode
         events.retainEvents { event in
+            // A boolean from the numeric program decides with no value made; anything else takes the general way.
+            if case .bool(let keep)? = numericCode?.run(event, &state) {
+                if !keep { pass.discards[.filtered] += 1 }
+                return keep
+            }
             do throws(EvaluationError) {
                 switch try condition.evaluate(event, &state) {
                 case .bool(true):

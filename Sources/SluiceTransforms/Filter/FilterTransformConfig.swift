@@ -19,6 +19,6 @@ public struct FilterTransformConfig: TransformConfig {
     public func makeTransform(_ context: TransformContext) -> any Transform {
         FilterTransform(
             condition: condition, errors: EvaluationErrorLog(componentID: context.id, log: context.log),
-            state: condition.makeState())
+            state: condition.makeState(), numericCode: condition.numericCode)
     }
 }
