@@ -28,6 +28,7 @@ struct WebSocketSource: Source {
         try client.start()
         var decoder = MessageDecoder(
             decoding: config.decoding, splitArrays: config.splitArrays, sourceID: id, log: log)
+        var gaveUp: String?
         for await event in client.events {
             switch event {
             case .messages(let messages):
@@ -44,9 +45,13 @@ struct WebSocketSource: Source {
                 context.metrics.recordReceived(1)
                 await context.output.send([Event(gap, ingestNanos: MonotonicClock.nanos())])
             case .gaveUp(let reason):
-                throw WebSocketSourceError(message: "gave up: \(reason)")
+                // Thrown once `events` ends: the service thread is still freeing libwebsockets' context (and
+                // OpenSSL's objects in it), and a run that failed at once could let the process exit, with OpenSSL's
+                // exit handlers freeing its locks, under it (ThreadSanitizer caught a crash in CRYPTO_THREAD_unlock).
+                gaveUp = reason
             }
         }
+        if let gaveUp { throw WebSocketSourceError(message: "gave up: \(gaveUp)") }
     }
 }
 
