@@ -82,7 +82,8 @@ public struct Expression: Sendable {
     /// has none.
     package var numericCode: NumericCode? { program.numeric.map { NumericCode($0.compiled) } }
 
-    /// The value by the general program alone, for tests that hold the numeric program to it.
+    /// The value by the general program alone: for a stage whose ``numericCode`` gave up on this event, and for
+    /// tests that hold the numeric program to it.
     package func evaluateByGeneralProgram(_ event: Event, _ state: inout ExpressionState) throws(EvaluationError)
         -> JSONValue
     {

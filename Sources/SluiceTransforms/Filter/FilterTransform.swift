@@ -15,13 +15,19 @@ struct FilterTransform: Transform {
         let condition = condition
         let numericCode = numericCode
         events.retainEvents { event in
-            // A boolean from the numeric program decides with no value made; anything else takes the general way.
-            if case .bool(let keep)? = numericCode?.run(event, &state) {
+            // A boolean from the numeric program decides with no value made; a number takes the general switch, and
+            // where the numeric program gives up the general one answers without trying it again.
+            let numeric = numericCode?.run(event, &state)
+            if case .bool(let keep)? = numeric {
                 if !keep { pass.discards[.filtered] += 1 }
                 return keep
             }
             do throws(EvaluationError) {
-                switch try condition.evaluate(event, &state) {
+                let value =
+                    if let numeric { numeric.value } else if numericCode != nil {
+                        try condition.evaluateByGeneralProgram(event, &state)
+                    } else { try condition.evaluate(event, &state) }
+                switch value {
                 case .bool(true):
                     return true
                 case .bool(false), .null:

@@ -58,15 +58,21 @@ struct MapTransform: Transform {
         _ errors: inout EvaluationErrorLog
     ) -> Bool {
         for index in sets.indices {
-            // A number or a boolean from the numeric program is appended as it is, with no value made.
-            if targets[index] != nil, let scalar = codes[index]?.run(event, &states[index]),
-                event.appendField(&targets[index]!, scalar: scalar)
-            {
-                continue
-            }
             do throws(EvaluationError) {
-                // Evaluated first, so that reading the event and changing it are not one overlapping access.
-                let value = try sets[index].value.evaluate(event, &states[index])
+                // Evaluated first, so that reading the event and changing it are not one overlapping access. A
+                // number or a boolean from the numeric program is appended as it is, with no value made; where the
+                // numeric program gives up, the general one answers without trying it again.
+                let value: JSONValue
+                if let code = codes[index] {
+                    if let scalar = code.run(event, &states[index]) {
+                        if targets[index] != nil, event.appendField(&targets[index]!, scalar: scalar) { continue }
+                        value = scalar.value
+                    } else {
+                        value = try sets[index].value.evaluateByGeneralProgram(event, &states[index])
+                    }
+                } else {
+                    value = try sets[index].value.evaluate(event, &states[index])
+                }
                 if targets[index] != nil, event.appendField(&targets[index]!, value) { continue }
                 try event.set(sets[index].target, to: value)
             } catch {
