@@ -42,8 +42,9 @@ enum ServerContext {
 
     /// A server's whole service thread, on one path: routes lws' log, creates the context and its listeners
     /// (callbacks reach `owner` through `lws_context_user`), gives `setContext` the context for other threads'
-    /// `lws_cancel_service` before `started` hears the outcome, services it, calling `afterEachPass` after each
+    /// `lws_cancel_service` before `started` hears that it listens, services it, calling `afterEachPass` after each
     /// `lws_service`, until `isFinished`, then destroys the context and only then frees the C memory it pointed into.
+    /// A failure to listen reaches `started` once the context is destroyed.
     static func serve(
         _ endpoint: Endpoint, callback: LWSCallback, owner: AnyObject,
         log: @escaping @Sendable (String) -> Void,
@@ -57,18 +58,19 @@ enum ServerContext {
         resources.protocols[0].callback = callback
         let (context, result) = open(
             endpoint, resources: resources, owner: Unmanaged.passUnretained(owner).toOpaque())
-        if let context, case .success = result { setContext(.init(pointer: context)) }
-        started.publish(result)
-        if let context {
-            if case .success = result {
-                while !isFinished() {
-                    lws_service(context, 0)
-                    afterEachPass(context)
-                }
+        if let context, case .success = result {
+            setContext(.init(pointer: context))
+            started.publish(result)
+            while !isFinished() {
+                lws_service(context, 0)
+                afterEachPass(context)
             }
             setContext(nil)
-            lws_context_destroy(context)
         }
+        if let context { lws_context_destroy(context) }
+        // A failure is told only once the context is gone: the caller ends the run at once, and the process's exit
+        // handlers (OpenSSL's free its locks) must not run while the context is being destroyed.
+        if case .failure = result { started.publish(result) }
         // The context pointed into this memory until it was destroyed just above; only now may it be freed.
         withExtendedLifetime(resources) {}
     }

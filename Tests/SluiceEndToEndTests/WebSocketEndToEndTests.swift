@@ -273,6 +273,34 @@ struct WebSocketEndToEndTests {
         #expect(errors.contains("TLS failed") || errors.contains("SSL"), "\(errors)")
     }
 
+    /// A `wss://` server that cannot bind fails the run with the reason, and only once its TLS context is destroyed:
+    /// told earlier, the run ended at once and OpenSSL's exit handlers freed its locks under the thread still
+    /// destroying the context (the crash at exit that ThreadSanitizer caught for a client that gave up). The port
+    /// is held by an independent peer; several runs, as the crash came only when the exit won the race.
+    @Test func aWssServerWhosePortIsTakenFailsCleanlyEveryTime() throws {
+        let (directory, path) = try makeCertificates()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let occupant = try WebSocketPeer("feed")
+        defer { occupant.stop() }
+        let pipeline = try TemporaryPipeline(
+            """
+            sources:
+              fleet: {type: simulator, rate: max, count: 1000000}
+            sinks:
+              live:
+                type: websocket_server
+                inputs: [fleet]
+                listen: 127.0.0.1:\(occupant.port)
+                tls: {cert_file: "\(path("server.pem"))", key_file: "\(path("server.key"))"}
+            """)
+        defer { pipeline.remove() }
+        for attempt in 1...8 {
+            let (status, _, errors) = try SluiceProcess.run(["run", pipeline.path])
+            #expect(status == 1, "attempt \(attempt): \(errors)")
+            #expect(errors.contains("cannot listen on 127.0.0.1:\(occupant.port)"), "attempt \(attempt): \(errors)")
+        }
+    }
+
     /// libwebsockets' log is process-wide; each line still goes to the component whose service thread logged it.
     /// Here a server sink starts beside a client that fails TLS: the TLS reason is the client's.
     @Test func libwebsocketsErrorsAreReportedUnderTheComponentThatHadThem() throws {
