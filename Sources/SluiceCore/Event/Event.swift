@@ -129,7 +129,7 @@ public struct Event: Sendable {
     }
 
     /// Calls `body` with the event's text, its top-level key signature and flatness; `nil` for a parsed event.
-    func withText<Result>(_ body: (UnsafeBufferPointer<UInt8>, KeySignature, Bool) -> Result?) -> Result? {
+    package func withText<Result>(_ body: (UnsafeBufferPointer<UInt8>, KeySignature, Bool) -> Result?) -> Result? {
         guard !text.isEmpty else { return nil }
         return text.withUnsafeBufferPointer { body($0, topLevelKeys, textIsFlat) }
     }
@@ -183,6 +183,15 @@ public struct Event: Sendable {
 }
 
 extension Event {
+    /// The event's text buffer, taken out for ``TextRecycler`` (the event is left holding null); `nil` when it
+    /// holds a parsed value instead.
+    package mutating func takeText() -> [UInt8]? {
+        guard !text.isEmpty else { return nil }
+        var taken: [UInt8] = []
+        swap(&taken, &text)
+        return taken
+    }
+
     /// Sets the top-level field `locator` names to `newValue` by appending it to the event's text, when the event
     /// holds object text without that field: what ``set(_:to:)`` does for a one-key path, with the key's bytes and
     /// hash prepared once. Returns false, changing nothing, in every other case; the caller then sets by path.

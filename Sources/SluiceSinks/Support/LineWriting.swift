@@ -36,6 +36,7 @@ struct LineWriting {
                 }
             }
             if failed > 0 { metrics.recordDiscarded(failed, cause: .error) }
+            TextRecycler.shared.recycle(&batch)
             let now = MonotonicClock.nanos()
             if pending.count >= Self.flushBytes || input.isEmpty || now &- lastWrite >= Self.flushIntervalNanos {
                 try await write(&pending, &ingestTimes, metrics)

@@ -32,6 +32,7 @@ struct WebSocketServerSink: Sink {
             }
             await server.broadcast(messages)
             context.metrics.recordWritten(batch, at: MonotonicClock.nanos())
+            TextRecycler.shared.recycle(&batch)
         }
         server.stop()
         for await _ in server.events {}

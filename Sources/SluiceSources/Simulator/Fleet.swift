@@ -86,8 +86,11 @@ struct Fleet {
         "device", "seq", "ts", "lat", "lon", "speed_mps", "heading_deg", "temperature", "humidity", "battery",
     ]
 
-    /// The next reading, from the next device in turn, `elapsed` seconds after that device's previous one.
-    mutating func nextReading(timestampMillis: Int64, elapsed: Double, ingestNanos: UInt64) -> Event {
+    /// The next reading, from the next device in turn, `elapsed` seconds after that device's previous one; its
+    /// text is written into the last of `spare` (buffers from ``TextRecycler``) when there is one.
+    mutating func nextReading(
+        timestampMillis: Int64, elapsed: Double, ingestNanos: UInt64, reusing spare: inout [[UInt8]]
+    ) -> Event {
         let index = next
         next = (next + 1) % devices.count
         var device = devices[index]
@@ -136,7 +139,10 @@ struct Fleet {
             if dropped != 1 { out.appendField(#","humidity":"#, device.humidity, decimals: 1) }
             if dropped != 2 { out.appendField(#","battery":"#, device.battery, decimals: 3) }
             out.append("}")
-            return Array(UnsafeBufferPointer(start: scratch.baseAddress!, count: out.count))
+            var text = spare.popLast() ?? []
+            text.removeAll(keepingCapacity: true)
+            text.append(contentsOf: UnsafeBufferPointer(start: scratch.baseAddress!, count: out.count))
+            return text
         }
 
         device.seq += 1

@@ -87,15 +87,18 @@ private struct FleetParts: @unchecked Sendable {
     func generate(_ part: Int) {
         var readings: [Event] = []
         readings.reserveCapacity(parts.count == 1 ? times.count : times.count / 2 + 1)
+        var spare = TextRecycler.shared.take(upTo: readings.capacity)
         var device = firstDevice
         for index in times.indices {
             if (device < middle) == (part == 0) {
                 readings.append(
-                    parts[part].nextReading(timestampMillis: times[index], elapsed: elapsed, ingestNanos: ingestNanos))
+                    parts[part].nextReading(
+                        timestampMillis: times[index], elapsed: elapsed, ingestNanos: ingestNanos, reusing: &spare))
             }
             device += 1
             if device == devices { device = 0 }
         }
+        TextRecycler.shared.giveBack(&spare)
         generated[part] = readings
     }
 }

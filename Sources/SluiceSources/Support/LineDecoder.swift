@@ -230,9 +230,10 @@ private struct DecodedLines {
     ) {
         var events: [Event] = []
         events.reserveCapacity(min(batchLimit, lines.count))
+        var spare = TextRecycler.shared.take(upTo: lines.count)
         func decode(_ bytes: UnsafeBufferPointer<UInt8>, number: Int) {
             do {
-                events.append(try decoding.decodeEvent(bytes, scanner: &scanner, ingestNanos: now))
+                events.append(try decoding.decodeEvent(bytes, scanner: &scanner, ingestNanos: now, reusing: &spare))
             } catch {
                 rejected.append(.invalid(number: number, reason: Self.reason(error, bytes)))
             }
@@ -249,6 +250,7 @@ private struct DecodedLines {
             case .oversize(let number): rejected.append(.oversize(number: number))
             }
         }
+        TextRecycler.shared.giveBack(&spare)
         batches.append(events)
     }
 

@@ -171,6 +171,8 @@ struct AggregateTransform: Transform {
         if !events.isEmpty { lastArrival = pass.nowMillis }
         sessionHeap.settle(states)
         refreshHeldFloor(now: pass.nowMillis)
+        // Every event was folded (or discarded): their text buffers go back to the decoders.
+        TextRecycler.shared.recycle(&events)
         events = output
     }
 
