@@ -10,20 +10,20 @@ public enum EventDecoding: String, ConfigChoice {
     public func decodeEvent(
         _ bytes: UnsafeBufferPointer<UInt8>, scanner: inout CanonicalJSONScanner, ingestNanos: UInt64
     ) throws(JSONError) -> Event {
-        var none: [[UInt8]] = []
+        var none = SpareTexts(nil)
         return try decodeEvent(bytes, scanner: &scanner, ingestNanos: ingestNanos, reusing: &none)
     }
 
-    /// ``decodeEvent(_:scanner:ingestNanos:)`` writing the event's text into the last of `spare` (buffers from
-    /// ``TextRecycler``), when there is one, instead of a new allocation.
+    /// ``decodeEvent(_:scanner:ingestNanos:)`` writing the event's text into a buffer from `spare`, when it has
+    /// one, instead of a new allocation.
     package func decodeEvent(
         _ bytes: UnsafeBufferPointer<UInt8>, scanner: inout CanonicalJSONScanner, ingestNanos: UInt64,
-        reusing spare: inout [[UInt8]]
+        reusing spare: inout SpareTexts
     ) throws(JSONError) -> Event {
         switch self {
         case .json:
             if scanner.isCanonical(bytes) {
-                var text = Self.emptyText(reusing: &spare)
+                var text = spare.next()
                 text.reserveCapacity(bytes.count + Self.appendRoom)
                 text.append(contentsOf: bytes)
                 return Event(
@@ -34,7 +34,7 @@ public enum EventDecoding: String, ConfigChoice {
         case .text:
             var line = bytes
             if line.last == UInt8(ascii: "\r") { line = UnsafeBufferPointer(rebasing: line.dropLast()) }
-            var text = Self.emptyText(reusing: &spare)
+            var text = spare.next()
             text.reserveCapacity(line.count + 14 + Self.appendRoom)
             text.append(contentsOf: #"{"message":"#.utf8)
             if let start = line.baseAddress, PlainBytes.skip(from: start, to: start + line.count) == start + line.count
@@ -56,14 +56,6 @@ public enum EventDecoding: String, ConfigChoice {
                 canonicalJSON: text, topLevelKeys: Self.messageKey, isFlat: text.count == line.count + 14,
                 ingestNanos: ingestNanos)
         }
-    }
-
-    /// The last of `spare`, emptied, or a new array.
-    @inline(__always)
-    private static func emptyText(reusing spare: inout [[UInt8]]) -> [UInt8] {
-        guard var text = spare.popLast() else { return [] }
-        text.removeAll(keepingCapacity: true)
-        return text
     }
 
     private static let messageKey = KeySignature(keys: ["message"])

@@ -6,22 +6,25 @@ internal import Synchronization
 /// A decoder allocates every event's text on its own thread, and the last component to hold the event (a sink, an
 /// aggregate that folded it) freed it on another: glibc's allocator then locked the decoder's arena from both
 /// threads, once per event, and that lock's cache line moving between the cores was 84 % of `malloc`'s samples,
-/// which with `free` were a fifth of stdin -> blackhole. Handed back, a batch's buffers cross under one lock, and
-/// the decoder writes the next lines into them without asking the allocator. A buffer that something else still
-/// holds (a fan-out's other branch) is never overwritten: emptying it for reuse copies it first, as it would any
-/// array.
+/// which with `free` were a fifth of stdin -> blackhole. Handed back, a batch's buffers cross as one array under
+/// one lock, and the decoder writes the next lines into them without asking the allocator. A buffer that something
+/// else still holds (a fan-out's other branch) is never overwritten: emptying it for reuse copies it first, as it
+/// would any array.
 package final class TextRecycler: Sendable {
     /// The pool every source and sink of the process shares.
     package static let shared = TextRecycler()
 
-    private let pool = Mutex<[[UInt8]]>([])
-    /// What the pool holds at most: two default batches, and so never much memory (at most 2 MiB).
-    let maxBuffers: Int
+    /// Batches of buffers, each moved in and out whole, so that no buffer is reference-counted on the way.
+    private let pool = Mutex<[[[UInt8]]]>([])
+    /// Batches the pool holds at most, of at most ``maxBatchBuffers`` buffers of at most ``maxBufferBytes``
+    /// bytes: 4 MiB at the very most, about 2 with events of 200 bytes.
+    let maxBatches: Int
+    let maxBatchBuffers = 1024
     /// A larger buffer (a long line's) is freed, not kept.
     let maxBufferBytes: Int
 
-    package init(maxBuffers: Int = 2048, maxBufferBytes: Int = 1024) {
-        self.maxBuffers = maxBuffers
+    package init(maxBatches: Int = 8, maxBufferBytes: Int = 512) {
+        self.maxBatches = maxBatches
         self.maxBufferBytes = maxBufferBytes
     }
 
@@ -30,42 +33,61 @@ package final class TextRecycler: Sendable {
     package func recycle(_ events: inout [Event]) {
         guard !events.isEmpty else { return }
         var buffers: [[UInt8]] = []
-        buffers.reserveCapacity(events.count)
+        buffers.reserveCapacity(min(events.count, maxBatchBuffers))
         events.forEachInPlace { event in
-            guard let text = event.takeText(), text.capacity <= maxBufferBytes else { return }
+            guard buffers.count < maxBatchBuffers, let text = event.takeText(), text.capacity <= maxBufferBytes
+            else { return }
             buffers.append(text)
         }
         events.removeAll()
         giveBack(&buffers)
     }
 
-    /// Up to `count` buffers from the pool, for the caller to fill (``EventDecoding/decodeEvent(_:scanner:ingestNanos:reusing:)``).
-    package func take(upTo count: Int) -> [[UInt8]] {
-        pool.locked { pool in
-            guard pool.count > count else {
-                var taken: [[UInt8]] = []
-                swap(&taken, &pool)
-                return taken
-            }
-            let taken = Array(pool.suffix(count))
-            pool.removeLast(count)
-            return taken
-        }
+    /// One batch of buffers from the pool (empty when it has none), for the caller to fill (``SpareTexts``).
+    package func take() -> [[UInt8]] {
+        pool.locked { $0.popLast() } ?? []
     }
 
-    /// Puts `buffers` (taken with ``take(upTo:)`` and not used) back while the pool has room.
+    /// Puts `buffers` back as one batch while the pool has room; what does not fit is freed outside the lock.
     package func giveBack(_ buffers: inout [[UInt8]]) {
         guard !buffers.isEmpty else { return }
-        // Moved whole into an empty pool (no reference counted twice); what does not fit is freed outside the lock.
+        var batch: [[UInt8]] = []
+        swap(&batch, &buffers)
         pool.locked { pool in
-            if pool.isEmpty, buffers.count <= maxBuffers {
-                swap(&pool, &buffers)
-            } else {
-                pool.append(contentsOf: buffers.prefix(max(0, maxBuffers - pool.count)))
-            }
+            guard pool.count < maxBatches else { return }
+            pool.append(batch)
+            batch = []
         }
     }
 
     /// Buffers in the pool.
-    package var count: Int { pool.locked { $0.count } }
+    package var count: Int { pool.locked { $0.reduce(0) { $0 + $1.count } } }
+}
+
+/// A decoding thread's supply of buffers from a ``TextRecycler``: a batch at a time, asked for again only while
+/// the pool had one. Give back what is left with ``finish()``.
+package struct SpareTexts {
+    private let recycler: TextRecycler?
+    private var buffers: [[UInt8]] = []
+    private var poolIsEmpty: Bool
+
+    /// A supply from `recycler`; with `nil`, none (every buffer new).
+    package init(_ recycler: TextRecycler? = .shared) {
+        self.recycler = recycler
+        poolIsEmpty = recycler == nil
+    }
+
+    /// A buffer to fill, emptied (its capacity kept), or a new array.
+    package mutating func next() -> [UInt8] {
+        if buffers.isEmpty, !poolIsEmpty {
+            buffers = recycler?.take() ?? []
+            poolIsEmpty = buffers.isEmpty
+        }
+        guard var text = buffers.popLast() else { return [] }
+        text.removeAll(keepingCapacity: true)
+        return text
+    }
+
+    /// Gives back the buffers not used.
+    package mutating func finish() { recycler?.giveBack(&buffers) }
 }

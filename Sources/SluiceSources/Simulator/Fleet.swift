@@ -87,9 +87,9 @@ struct Fleet {
     ]
 
     /// The next reading, from the next device in turn, `elapsed` seconds after that device's previous one; its
-    /// text is written into the last of `spare` (buffers from ``TextRecycler``) when there is one.
+    /// text is written into a buffer from `spare` when it has one.
     mutating func nextReading(
-        timestampMillis: Int64, elapsed: Double, ingestNanos: UInt64, reusing spare: inout [[UInt8]]
+        timestampMillis: Int64, elapsed: Double, ingestNanos: UInt64, reusing spare: inout SpareTexts
     ) -> Event {
         let index = next
         next = (next + 1) % devices.count
@@ -139,8 +139,7 @@ struct Fleet {
             if dropped != 1 { out.appendField(#","humidity":"#, device.humidity, decimals: 1) }
             if dropped != 2 { out.appendField(#","battery":"#, device.battery, decimals: 3) }
             out.append("}")
-            var text = spare.popLast() ?? []
-            text.removeAll(keepingCapacity: true)
+            var text = spare.next()
             text.append(contentsOf: UnsafeBufferPointer(start: scratch.baseAddress!, count: out.count))
             return text
         }

@@ -87,7 +87,7 @@ private struct FleetParts: @unchecked Sendable {
     func generate(_ part: Int) {
         var readings: [Event] = []
         readings.reserveCapacity(parts.count == 1 ? times.count : times.count / 2 + 1)
-        var spare = TextRecycler.shared.take(upTo: readings.capacity)
+        var spare = SpareTexts()
         var device = firstDevice
         for index in times.indices {
             if (device < middle) == (part == 0) {
@@ -98,7 +98,7 @@ private struct FleetParts: @unchecked Sendable {
             device += 1
             if device == devices { device = 0 }
         }
-        TextRecycler.shared.giveBack(&spare)
+        spare.finish()
         generated[part] = readings
     }
 }

@@ -230,7 +230,7 @@ private struct DecodedLines {
     ) {
         var events: [Event] = []
         events.reserveCapacity(min(batchLimit, lines.count))
-        var spare = TextRecycler.shared.take(upTo: lines.count)
+        var spare = SpareTexts()
         func decode(_ bytes: UnsafeBufferPointer<UInt8>, number: Int) {
             do {
                 events.append(try decoding.decodeEvent(bytes, scanner: &scanner, ingestNanos: now, reusing: &spare))
@@ -250,7 +250,7 @@ private struct DecodedLines {
             case .oversize(let number): rejected.append(.oversize(number: number))
             }
         }
-        TextRecycler.shared.giveBack(&spare)
+        spare.finish()
         batches.append(events)
     }
 
