@@ -268,7 +268,8 @@ extension Event: Hashable {
 
 extension Array where Element == Event {
     /// Keeps, in order, the events for which `body` returns true, letting `body` change each one on the way: the
-    /// single in-place pass that every stage uses, so a stage allocates no second array per batch.
+    /// single in-place pass that every stage uses, so a stage allocates no second array per batch. The text buffers
+    /// of the events dropped go to ``TextRecycler`` for the decoders to fill again.
     ///
     /// Through the array's buffer: the array's own `swapAt` copies the events it swaps (a retain and a release of
     /// each), the buffer's moves them.
@@ -281,7 +282,7 @@ extension Array where Element == Event {
             }
             return kept
         }
-        removeLast(count - kept)
+        TextRecycler.shared.recycle(&self, from: kept)
     }
 
     /// Calls `body` with each event in place, in order. An event read through the array's subscript and lent to a

@@ -31,15 +31,25 @@ package final class TextRecycler: Sendable {
     /// Takes the text buffers of `events`, which the caller is done with, into the pool while it has room, and
     /// empties `events`.
     package func recycle(_ events: inout [Event]) {
-        guard !events.isEmpty else { return }
+        recycle(&events, from: 0)
+        events = []
+    }
+
+    /// Takes the text buffers of `events[start...]`, which the caller is done with, into the pool while it has
+    /// room, and removes those events (the array keeps its capacity).
+    package func recycle(_ events: inout [Event], from start: Int) {
+        guard start < events.count else { return }
         var buffers: [[UInt8]] = []
-        buffers.reserveCapacity(min(events.count, maxBatchBuffers))
-        events.forEachInPlace { event in
-            guard buffers.count < maxBatchBuffers, let text = event.takeText(), text.capacity <= maxBufferBytes
-            else { return }
-            buffers.append(text)
+        buffers.reserveCapacity(min(events.count - start, maxBatchBuffers))
+        events.withUnsafeMutableBufferPointer { events in
+            for index in start..<events.count {
+                guard buffers.count < maxBatchBuffers, let text = events[index].takeText(),
+                    text.capacity <= maxBufferBytes
+                else { continue }
+                buffers.append(text)
+            }
         }
-        events.removeAll()
+        events.removeLast(events.count - start)
         giveBack(&buffers)
     }
 

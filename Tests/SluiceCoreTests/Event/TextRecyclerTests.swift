@@ -76,4 +76,26 @@ struct TextRecyclerTests {
         spare.finish()
         #expect(recycler.count == 9)
     }
+
+    /// What a stage drops (``retainEvents`` puts it last) gives its buffers back; what it keeps is untouched.
+    @Test func theDroppedTailOfABatchGivesItsBuffersBackAndTheKeptEventsStay() throws {
+        let recycler = TextRecycler()
+        var batch = [try Self.decode(Self.first), try Self.decode(Self.second), try Self.decode(Self.first)]
+        let keptAddress = Self.address(batch[0])
+        let droppedAddress = try #require(Self.address(batch[2]))
+        recycler.recycle(&batch, from: 1)
+        #expect(batch.count == 1)
+        #expect(batch[0].jsonText == String(decoding: Self.first, as: UTF8.self))
+        #expect(Self.address(batch[0]) == keptAddress)
+        #expect(recycler.count == 2)
+        // Nothing dropped: nothing given back, nothing removed.
+        recycler.recycle(&batch, from: 1)
+        #expect(batch.count == 1)
+        #expect(recycler.count == 2)
+        var spare = SpareTexts(recycler)
+        let first = try Self.decode(Self.second, reusing: &spare)
+        let second = try Self.decode(Self.second, reusing: &spare)
+        #expect(Set([Self.address(first), Self.address(second)]).contains(droppedAddress))
+        #expect(first == (try Self.decode(Self.second)))
+    }
 }
