@@ -233,6 +233,7 @@ final class KafkaReader: Sendable {
             let metadata = reader.config.metadata
             // The partition of the last message, so that a run of messages from one partition costs one update.
             var run: (partition: KafkaPartition, next: Int64)?
+            var spare = SpareTexts()
             while received < EventBuffer.batchEvents {
                 let polled = consumer.poll(
                     upTo: EventBuffer.batchEvents - received, timeoutMillis: received == 0 ? 100 : 0
@@ -249,7 +250,8 @@ final class KafkaReader: Sendable {
                     var event: Event
                     do {
                         event = try decoding.decodeEvent(
-                            message.payload.assumingMemoryBound(to: UInt8.self), scanner: &scanner, ingestNanos: now)
+                            message.payload.assumingMemoryBound(to: UInt8.self), scanner: &scanner, ingestNanos: now,
+                            reusing: &spare)
                     } catch {
                         discards[.parseError] += 1
                         let (id, where_) = (
@@ -267,6 +269,7 @@ final class KafkaReader: Sendable {
                 }
                 if polled == 0 { break }
             }
+            spare.finish()
             if let run { batch.positions[run.partition] = run.next }
             guard received > 0 else { return }
             reader.errors.recovered()

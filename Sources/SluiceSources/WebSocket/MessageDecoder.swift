@@ -26,11 +26,12 @@ struct MessageDecoder {
         batch.reserveCapacity(messages.count)
         var received = 0
         var discards = DiscardCounts()
+        var spare = SpareTexts()
         for message in messages {
             let event: Event
             do {
                 event = try message.bytes.withUnsafeBufferPointer { (bytes) throws(JSONError) in
-                    try decoding.decodeEvent(bytes, scanner: &scanner, ingestNanos: now)
+                    try decoding.decodeEvent(bytes, scanner: &scanner, ingestNanos: now, reusing: &spare)
                 }
             } catch {
                 received += 1
@@ -52,6 +53,7 @@ struct MessageDecoder {
                 batch.append(event)
             }
         }
+        spare.finish()
         context.metrics.recordReceived(received)
         context.metrics.recordDiscarded(discards)
         await context.output.send(batch)
