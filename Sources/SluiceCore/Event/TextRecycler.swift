@@ -14,17 +14,21 @@ package final class TextRecycler: Sendable {
     /// The pool every source and sink of the process shares.
     package static let shared = TextRecycler()
 
-    /// Batches of buffers, each moved in and out whole, so that no buffer is reference-counted on the way.
-    private let pool = Mutex<[[[UInt8]]]>([])
-    /// Batches the pool holds at most, of at most ``maxBatchBuffers`` buffers of at most ``maxBufferBytes``
-    /// bytes: 4 MiB at the very most, about 2 with events of 200 bytes.
-    let maxBatches: Int
+    /// Batches of buffers, each moved in and out whole, so that no buffer is reference-counted on the way, and how
+    /// many buffers they hold.
+    private let pool = Mutex<(batches: [[[UInt8]]], buffers: Int)>(([], 0))
+    /// Buffers the pool holds at most, of at most ``maxBufferBytes`` bytes: 4 MiB at the very most, about 2 with
+    /// events of 200 bytes. Counted in buffers, not batches: a `route` splits each batch among its outputs, and
+    /// a limit of 8 batches, whatever their size, turned most of its buffers away (a third of its cost went back to
+    /// `malloc` and `free`).
+    let maxBuffers: Int
+    /// Buffers one batch gives back at most.
     let maxBatchBuffers = 1024
     /// A larger buffer (a long line's) is freed, not kept.
     let maxBufferBytes: Int
 
-    package init(maxBatches: Int = 8, maxBufferBytes: Int = 512) {
-        self.maxBatches = maxBatches
+    package init(maxBuffers: Int = 8 * 1024, maxBufferBytes: Int = 512) {
+        self.maxBuffers = maxBuffers
         self.maxBufferBytes = maxBufferBytes
     }
 
@@ -55,23 +59,29 @@ package final class TextRecycler: Sendable {
 
     /// One batch of buffers from the pool (empty when it has none), for the caller to fill (``SpareTexts``).
     package func take() -> [[UInt8]] {
-        pool.locked { $0.popLast() } ?? []
+        pool.locked { pool in
+            guard let batch = pool.batches.popLast() else { return [] }
+            pool.buffers -= batch.count
+            return batch
+        }
     }
 
-    /// Puts `buffers` back as one batch while the pool has room; what does not fit is freed outside the lock.
+    /// Puts `buffers` back as one batch if the pool has room for all of them; if not, they are freed outside the
+    /// lock.
     package func giveBack(_ buffers: inout [[UInt8]]) {
         guard !buffers.isEmpty else { return }
         var batch: [[UInt8]] = []
         swap(&batch, &buffers)
         pool.locked { pool in
-            guard pool.count < maxBatches else { return }
-            pool.append(batch)
+            guard pool.buffers + batch.count <= maxBuffers else { return }
+            pool.buffers += batch.count
+            pool.batches.append(batch)
             batch = []
         }
     }
 
     /// Buffers in the pool.
-    package var count: Int { pool.locked { $0.reduce(0) { $0 + $1.count } } }
+    package var count: Int { pool.locked { $0.buffers } }
 }
 
 /// A decoding thread's supply of buffers from a ``TextRecycler``: a batch at a time, asked for again only while

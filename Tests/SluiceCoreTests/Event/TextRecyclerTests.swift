@@ -57,7 +57,7 @@ struct TextRecyclerTests {
     }
 
     @Test func thePoolKeepsAtMostItsLimitAndNoLargeOrParsedEvents() throws {
-        let recycler = TextRecycler(maxBatches: 2, maxBufferBytes: 256)
+        let recycler = TextRecycler(maxBuffers: 10, maxBufferBytes: 256)
         for _ in 0..<3 {
             var batch = try (0..<5).map { _ in try Self.decode(Self.first) }
             recycler.recycle(&batch)
@@ -75,6 +75,27 @@ struct TextRecyclerTests {
         #expect(recycler.count == 5)
         spare.finish()
         #expect(recycler.count == 9)
+        // One more fits; a batch of two does not, and is freed whole.
+        var two = try (0..<2).map { _ in try Self.decode(Self.first) }
+        recycler.recycle(&two)
+        #expect(recycler.count == 9)
+        var one = [try Self.decode(Self.first)]
+        recycler.recycle(&one)
+        #expect(recycler.count == 10)
+    }
+
+    /// The limit counts buffers, not batches: many small batches (a route's outputs, each part of a batch) are kept
+    /// as far as a few large ones.
+    @Test func smallBatchesFillThePoolAsFarAsLargeOnes() throws {
+        let recycler = TextRecycler(maxBuffers: 10, maxBufferBytes: 256)
+        for _ in 0..<12 {
+            var batch = [try Self.decode(Self.first)]
+            recycler.recycle(&batch)
+        }
+        #expect(recycler.count == 10)
+        var spare = SpareTexts(recycler)
+        _ = try Self.decode(Self.second, reusing: &spare)
+        #expect(recycler.count == 9, "a batch of one was taken, and used")
     }
 
     /// What a stage drops (``retainEvents`` puts it last) gives its buffers back; what it keeps is untouched.
