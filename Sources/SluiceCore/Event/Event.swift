@@ -5,12 +5,12 @@
 /// sink writes the bytes as they are. Anything else parses the text once, on first use, and from then on the
 /// event holds the value.
 public struct Event: Sendable {
-    /// Canonical JSON text of the event's value, or empty when `parsed` holds the value.
-    //
     // 64 bytes in all, in this order (the flag fills the byte after the value's tag, the signature is 24 bytes): at 80
     // bytes an event spanned one or two cache lines of its batch, and scenario 3, whose filter moves and drops most
     // events on the decoding threads, ran 8 to 14 % faster at 64 (series of 41 and 31 alternating runs), 20 maps and
     // the aggregate 3 to 5 %, pass-through the same (`EventLayoutTests`).
+
+    /// Canonical JSON text of the event's value, or empty when `parsed` holds the value.
     private var text: [UInt8]
     private var parsed: JSONValue
     /// True when `text` is known to be flat (``CanonicalJSONScanner/isFlat``).
