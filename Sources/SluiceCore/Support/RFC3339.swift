@@ -22,23 +22,30 @@ public enum RFC3339 {
 
         /// The same text as ``RFC3339/format(epochMillis:)``.
         public mutating func format(epochMillis millis: Int64) -> String {
-            let (prefix, milli) = parts(epochMillis: millis)
-            var bytes = prefix
-            bytes.append(UInt8(ascii: "0") + UInt8(milli / 100))
-            bytes.append(UInt8(ascii: "0") + UInt8(milli / 10 % 10))
-            bytes.append(UInt8(ascii: "0") + UInt8(milli % 10))
-            bytes.append(UInt8(ascii: "Z"))
+            var bytes: [UInt8] = []
+            withParts(epochMillis: millis) { prefix, milli in
+                bytes.append(contentsOf: prefix)
+                bytes.append(UInt8(ascii: "0") + UInt8(milli / 100))
+                bytes.append(UInt8(ascii: "0") + UInt8(milli / 10 % 10))
+                bytes.append(UInt8(ascii: "0") + UInt8(milli % 10))
+                bytes.append(UInt8(ascii: "Z"))
+            }
             return String(decoding: bytes, as: UTF8.self)
         }
 
-        /// The text up to the second's point (`2026-11-30T12:00:00.`, computed once per second) and the millisecond.
-        public mutating func parts(epochMillis millis: Int64) -> (secondText: [UInt8], milli: Int) {
+        /// Calls `body` with the text up to the second's point (`2026-11-30T12:00:00.`, computed once per second),
+        /// lent where it is cached (returned as an array, it was retained and released for every reading of the
+        /// simulator), and the millisecond. (Not generic, so that the simulator in another module calls it without
+        /// looking up generic metadata.)
+        package mutating func withParts(
+            epochMillis millis: Int64, _ body: (_ secondText: UnsafeBufferPointer<UInt8>, _ milli: Int) -> Void
+        ) {
             let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
             if seconds != cachedSecond {
                 cachedSecond = seconds
                 prefix = Array(RFC3339.secondsText(seconds).utf8)
             }
-            return (prefix, Int(millis - seconds * 1000))
+            prefix.withUnsafeBufferPointer { body($0, Int(millis - seconds * 1000)) }
         }
     }
 

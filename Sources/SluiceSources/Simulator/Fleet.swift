@@ -122,14 +122,19 @@ struct Fleet {
         // One of temperature, humidity and battery goes missing now and then.
         let dropped = random.chance(anomalies.dropoutProbability) ? Int(random.next() % 3) : -1
 
-        let (secondText, milli) = timestamps.parts(epochMillis: timestampMillis)
         let text = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { scratch in
             var out = TextWriter(scratch.baseAddress!)
-            out.append(openings[index])
+            // Read where they lie: taken as arrays, the opening and the second's text were retained and released
+            // for every reading.
+            openings.withUnsafeBufferPointer { openings in
+                openings[index].withUnsafeBufferPointer { out.append($0) }
+            }
             out.appendInteger(device.seq)
             out.append(#","ts":""#)
-            out.append(secondText)
-            out.appendDigits(UInt64(milli), width: 3)
+            timestamps.withParts(epochMillis: timestampMillis) { secondText, milli in
+                out.append(secondText)
+                out.appendDigits(UInt64(milli), width: 3)
+            }
             out.append(#"Z""#)
             out.appendField(#","lat":"#, reported.lat, decimals: 6)
             out.appendField(#","lon":"#, reported.lon, decimals: 6)
@@ -176,11 +181,10 @@ private struct TextWriter {
 
     init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
 
-    mutating func append(_ bytes: [UInt8]) {
-        bytes.withUnsafeBufferPointer { bytes in
-            (base + count).update(from: bytes.baseAddress!, count: bytes.count)
-            count += bytes.count
-        }
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let start = bytes.baseAddress else { return }
+        (base + count).update(from: start, count: bytes.count)
+        count += bytes.count
     }
 
     mutating func append(_ text: StaticString) {
@@ -233,7 +237,7 @@ private struct TextWriter {
         guard abs(scaled) < 1e15, abs(scaled) >= 1e-4 * Double(unit) || abs(scaled) < 0.5 else {
             var written: [UInt8] = []
             JSONWriter.write(.double(scaled.rounded() / Double(unit)), to: &written)
-            return append(written)
+            return written.withUnsafeBufferPointer { append($0) }
         }
         let units = Int64(scaled + (scaled < 0 ? -0.5 : 0.5))
         if units < 0 {

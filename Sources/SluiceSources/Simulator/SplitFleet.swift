@@ -34,12 +34,14 @@ struct SplitFleet: Sendable {
     mutating func readings(at times: [Int64], elapsed: Double, ingestNanos: UInt64) -> [Event] {
         let first = nextDevice
         nextDevice = (nextDevice + times.count) % devices
-        var generated: [[Event]] = [[], []]
-        times.withUnsafeBufferPointer { times in
-            parts.withUnsafeMutableBufferPointer { parts in
-                generated.withUnsafeMutableBufferPointer { generated in
+        // Each half writes its readings straight into their places in the batch (the places of its devices), so
+        // that they are not copied into device order afterwards: the copy retained every reading's text, and
+        // freeing the halves' arrays released them again.
+        return Array(unsafeUninitializedCapacity: times.count) { batch, initialized in
+            times.withUnsafeBufferPointer { times in
+                parts.withUnsafeMutableBufferPointer { parts in
                     let work = FleetParts(
-                        parts: parts, generated: generated, times: times, firstDevice: first, devices: devices,
+                        parts: parts, batch: batch, times: times, firstDevice: first, devices: devices,
                         middle: middle, elapsed: elapsed, ingestNanos: ingestNanos)
                     if parts.count == 2, times.count >= Self.parallelBatch {
                         DispatchQueue.concurrentPerform(iterations: 2) { work.generate($0) }
@@ -48,34 +50,18 @@ struct SplitFleet: Sendable {
                     }
                 }
             }
+            initialized = times.count
         }
-        guard parts.count == 2 else { return generated[0] }
-        // Back into device order: the readings of each half come in the order its devices were met.
-        var batch: [Event] = []
-        batch.reserveCapacity(times.count)
-        var taken = (0, 0)
-        var device = first
-        for _ in 0..<times.count {
-            if device < middle {
-                batch.append(generated[0][taken.0])
-                taken.0 += 1
-            } else {
-                batch.append(generated[1][taken.1])
-                taken.1 += 1
-            }
-            device += 1
-            if device == devices { device = 0 }
-        }
-        return batch
     }
 }
 
 /// One batch's work for both halves of a fleet.
 private struct FleetParts: @unchecked Sendable {
     // @unchecked: the buffers outlive `concurrentPerform`, which returns only when both parts are done; `times` is
-    // only read, and part `n` alone writes `parts[n]` and `generated[n]`.
+    // only read, part `n` alone writes `parts[n]`, and the two parts initialize disjoint places of `batch` (those of
+    // their own devices), together every one.
     let parts: UnsafeMutableBufferPointer<Fleet>
-    let generated: UnsafeMutableBufferPointer<[Event]>
+    let batch: UnsafeMutableBufferPointer<Event>
     let times: UnsafeBufferPointer<Int64>
     let firstDevice: Int
     let devices: Int
@@ -83,22 +69,20 @@ private struct FleetParts: @unchecked Sendable {
     let elapsed: Double
     let ingestNanos: UInt64
 
-    /// Generates the readings of part `part` (0: devices below `middle`, 1: the others) in the batch, in order.
+    /// Generates the readings of part `part` (0: devices below `middle`, 1: the others; the only part when there is
+    /// one) in the batch, in order, into their places in `batch`.
     func generate(_ part: Int) {
-        var readings: [Event] = []
-        readings.reserveCapacity(parts.count == 1 ? times.count : times.count / 2 + 1)
         var spare = SpareTexts()
         var device = firstDevice
         for index in times.indices {
-            if (device < middle) == (part == 0) {
-                readings.append(
-                    parts[part].nextReading(
+            if parts.count == 1 || (device < middle) == (part == 0) {
+                (batch.baseAddress! + index).initialize(
+                    to: parts[part].nextReading(
                         timestampMillis: times[index], elapsed: elapsed, ingestNanos: ingestNanos, reusing: &spare))
             }
             device += 1
             if device == devices { device = 0 }
         }
         spare.finish()
-        generated[part] = readings
     }
 }
