@@ -124,8 +124,9 @@ struct Fleet {
 
         let text = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { scratch in
             var out = TextWriter(scratch.baseAddress!)
-            // Read where they lie: taken as arrays, the opening and the second's text were retained and released
-            // for every reading.
+            // Read where they lie: returned as an array, the second's text was retained and released for every
+            // reading. (The opening still is, around this borrow; in one flat array of all openings it was not,
+            // and the time stayed the same.)
             openings.withUnsafeBufferPointer { openings in
                 openings[index].withUnsafeBufferPointer { out.append($0) }
             }
