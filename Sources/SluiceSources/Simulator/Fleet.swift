@@ -124,14 +124,12 @@ struct Fleet {
 
         let text = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { scratch in
             var out = TextWriter(scratch.baseAddress!)
-            // Read where they lie: returned as an array, the second's text was retained and released for every
-            // reading. (The opening still is, around this borrow; in one flat array of all openings it was not,
-            // and the time stayed the same.)
-            openings.withUnsafeBufferPointer { openings in
-                openings[index].withUnsafeBufferPointer { out.append($0) }
-            }
+            // The opening is retained and released around this borrow; in one flat array of all openings it was
+            // not, and the time stayed the same.
+            openings[index].withUnsafeBufferPointer { out.append($0) }
             out.appendInteger(device.seq)
             out.append(#","ts":""#)
+            // Lent where it is cached: returned as an array, it was retained and released for every reading.
             timestamps.withParts(epochMillis: timestampMillis) { secondText, milli in
                 out.append(secondText)
                 out.appendDigits(UInt64(milli), width: 3)

@@ -75,7 +75,8 @@ private struct FleetParts: @unchecked Sendable {
         var spare = SpareTexts()
         var device = firstDevice
         for index in times.indices {
-            if parts.count == 1 || (device < middle) == (part == 0) {
+            // With one device there is one part, and `middle` is 1: device 0 is part 0's.
+            if (device < middle) == (part == 0) {
                 (batch.baseAddress! + index).initialize(
                     to: parts[part].nextReading(
                         timestampMillis: times[index], elapsed: elapsed, ingestNanos: ingestNanos, reusing: &spare))
