@@ -123,7 +123,7 @@ struct APIServerTests {
                   "copy" [shape=box, label="copy\\npass"];
                   "out" [shape=folder, label="out\\ncollect"];
                   "numbers" -> "copy" [label="drop_oldest 50"];
-                  "copy" -> "out" [label="block 1000"];
+                  "copy" -> "out" [label="block 8000"];
                 }
 
                 """)
@@ -134,7 +134,7 @@ struct APIServerTests {
                   copy["copy<br/>pass"]
                   out[("out<br/>collect")]
                   numbers -->|"drop_oldest 50"| copy
-                  copy -->|"block 1000"| out
+                  copy -->|"block 8000"| out
 
                 """)
     }

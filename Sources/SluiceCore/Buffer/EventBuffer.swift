@@ -19,7 +19,7 @@ public final class EventBuffer: Sendable {
     /// What happens when the buffer is full; a reload may change it (``change(to:)``).
     public var policy: BufferPolicy { state.locked { $0.policy } }
     /// The events a source puts in one batch, and the most a buffer hands its consumer at once by default. No
-    /// larger than the default capacity (1,000): a batch that fits goes into the buffer whole and comes out as the
+    /// larger than the default capacity (8,000): a batch that fits goes into the buffer whole and comes out as the
     /// same array, where one split at the capacity made the consumer copy every event (retain and release it) to
     /// build its batch: 10 to 15 % of a filter's or a map's time on an edge (measured with 1,024-event batches).
     public static let batchEvents = 1000

@@ -213,7 +213,8 @@ private final class Reader {
             return nil
         }
         guard let buffer = node.mapping() else { return nil }
-        let maxEvents = buffer.value("max_events")?.int(in: 1...BufferPolicy.maxEventsLimit) ?? 1000
+        let maxEvents =
+            buffer.value("max_events")?.int(in: 1...BufferPolicy.maxEventsLimit) ?? BufferPolicy.defaultMaxEvents
         let whenFull = buffer.value("when_full")?.choice(WhenFull.self) ?? .block
         let keyNode = buffer.value("key")
         buffer.finish()

@@ -290,7 +290,7 @@ struct BufferPolicyTests {
         #expect(BufferPolicy.dropOldest(maxEvents: 5).whenFull == "drop_oldest")
         #expect(BufferPolicy.unbounded.whenFull == "unbounded")
         #expect(BufferPolicy.unbounded.maxEvents == nil)
-        #expect(BufferPolicy.default == .block(maxEvents: 1000))
+        #expect(BufferPolicy.default == .block(maxEvents: 8000))
     }
 }
 

@@ -302,11 +302,14 @@ struct PipelineLoaderTests {
             .hasPrefix("p.yaml:1:40: error: unknown key 'cout' in source 'in'"))
     }
 
-    @Test func theDefaultBufferIsBlockOf1000() throws {
-        let text = "sources:\n  in: {type: counter}\nsinks:\n  out: {type: collect, inputs: in}\n"
+    @Test func theDefaultBufferIsBlockOf8000AndAPolicyWithoutACapacityGetsTheSame() throws {
+        let text =
+            "sources:\n  in: {type: counter}\nsinks:\n  out: {type: collect, inputs: in}\n"
+            + "  last: {type: collect, inputs: in, buffer: {when_full: drop_oldest}}\n"
         let definition = try #require(
             PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
-        #expect(definition.components[1].buffer == .block(maxEvents: 1000))
+        #expect(definition.components[1].buffer == .block(maxEvents: 8000))
+        #expect(definition.components[2].buffer == .dropOldest(maxEvents: 8000))
         #expect(definition.components[0].buffer == nil)
     }
 

@@ -51,7 +51,7 @@ struct ReloadPlanTests {
         #expect(plan.summary == "replaced 'in'; rebuffered 'out'")
         // The default written out is no change.
         let same = try self.plan(
-            Self.base.replacing("inputs: [t]}", with: "inputs: [t], buffer: {max_events: 1000, when_full: block}}"))
+            Self.base.replacing("inputs: [t]}", with: "inputs: [t], buffer: {max_events: 8000, when_full: block}}"))
         #expect(same.changesNothing)
     }
 
