@@ -169,23 +169,47 @@ public enum JSONWriter {
     }
 
     private static func write(_ number: Int64, into buffer: UnsafeMutablePointer<UInt8>) -> Int {
-        var magnitude = number.magnitude
-        var digits = 0
-        var rest = magnitude
-        repeat {
-            digits += 1
-            rest /= 10
-        } while rest > 0
         let sign = number < 0 ? 1 : 0
         if sign == 1 { buffer[0] = UInt8(ascii: "-") }
-        var position = sign + digits
-        repeat {
-            position -= 1
-            buffer[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-            magnitude /= 10
-        } while magnitude > 0
+        let digits = digitCount(number.magnitude)
+        writeDigits(number.magnitude, width: digits, into: buffer + sign)
         return sign + digits
     }
+
+    /// How many digits `magnitude`, an `Int64`'s (at most 19 digits), has: counted by comparison, not division.
+    @inline(__always)
+    package static func digitCount(_ magnitude: UInt64) -> Int {
+        var digits = 1
+        var limit: UInt64 = 10
+        while digits < 19, magnitude >= limit {
+            digits += 1
+            limit &*= 10
+        }
+        return digits
+    }
+
+    /// Writes `value` in exactly `width` digits at `buffer`, with leading zeros: two digits a step from a table of
+    /// the pairs `00` to `99`, one division by 100 where one by 10 for each digit took twice as many.
+    @inline(__always)
+    package static func writeDigits(_ value: UInt64, width: Int, into buffer: UnsafeMutablePointer<UInt8>) {
+        let pairs = digitPairs.utf8Start
+        var value = value
+        var position = width
+        while position >= 2 {
+            let pair = Int(value % 100) &* 2
+            value /= 100
+            position -= 2
+            buffer[position] = pairs[pair]
+            buffer[position + 1] = pairs[pair + 1]
+        }
+        if position > 0 { buffer[0] = UInt8(ascii: "0") &+ UInt8(value % 10) }
+    }
+
+    /// `00` to `99`, one after another.
+    private static let digitPairs: StaticString = """
+        0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+        5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899
+        """
 
     /// What `description` writes for `number`, when ``shortDecimal(_:)`` finds it: `digits` with the point
     /// `fractionDigits` from the right, and `.0` for a whole number; `null` for a number that is not finite.
@@ -207,11 +231,7 @@ public enum JSONWriter {
             buffer[count] = UInt8(ascii: "0")
             return count + 1
         }
-        var fraction = digits % scale
-        for position in (count..<(count + fractionDigits)).reversed() {
-            buffer[position] = UInt8(ascii: "0") + UInt8(fraction % 10)
-            fraction /= 10
-        }
+        writeDigits(digits % scale, width: fractionDigits, into: buffer + count)
         return count + fractionDigits
     }
 

@@ -196,38 +196,14 @@ private struct TextWriter {
             base[count] = UInt8(ascii: "-")
             count += 1
         }
-        // Counted by comparison, not division; an Int64's magnitude has at most 19 digits.
-        let magnitude = value.magnitude
-        var digits = 1
-        var limit: UInt64 = 10
-        while digits < 19, magnitude >= limit {
-            digits += 1
-            limit &*= 10
-        }
-        appendDigits(magnitude, width: digits)
+        appendDigits(value.magnitude, width: JSONWriter.digitCount(value.magnitude))
     }
 
-    /// `value` in exactly `width` digits, with leading zeros: two digits a step, from a table of the pairs.
+    /// `value` in exactly `width` digits, with leading zeros (as `JSONWriter` writes them).
     mutating func appendDigits(_ value: UInt64, width: Int) {
-        let pairs = Self.digitPairs.utf8Start
-        var value = value
-        var position = count + width
-        while position - count >= 2 {
-            let pair = Int(value % 100) &* 2
-            value /= 100
-            position -= 2
-            base[position] = pairs[pair]
-            base[position + 1] = pairs[pair + 1]
-        }
-        if position > count { base[count] = UInt8(ascii: "0") &+ UInt8(value % 10) }
+        JSONWriter.writeDigits(value, width: width, into: base + count)
         count += width
     }
-
-    /// `00` to `99`, one after another.
-    private static let digitPairs: StaticString = """
-        0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
-        5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899
-        """
 
     /// Appends `key` (`,"name":`) and `value` rounded to `decimals` places (1, 3 or 6), as the shortest text that
     /// reads back as that rounded double: what `JSONWriter` writes for it, without `Double.description`.

@@ -1,4 +1,5 @@
 import SluiceCore
+import SluiceTesting
 import Testing
 
 struct JSONReaderTests {
@@ -74,6 +75,25 @@ struct JSONWriterTests {
         #expect(JSONWriter.string(value) == #"{"b":1,"a":[true,false,null],"c":2.5,"d":"x"}"#)
         #expect(JSONWriter.string(.int(Int64.min)) == "-9223372036854775808")
         #expect(JSONWriter.string(.double(1e300)) == "1e+300")
+    }
+
+    /// Digits are written two at a time: every count of digits, both signs, the ends of the range and seeded
+    /// integers of every magnitude are written as `description` writes them.
+    @Test func integersAreWrittenAsDescriptionWritesThem() {
+        var values: [Int64] = [0, .min, .min + 1, .max]
+        var power: Int64 = 1
+        for digits in 1...19 {
+            values += [power, power - 1, power + 1, -power, 1 - power]
+            if digits < 19 { power *= 10 }
+        }
+        var generator = SplitMix64(seed: 43)
+        for _ in 0..<100_000 {
+            let bits = generator.next()
+            values.append(Int64(bitPattern: bits) >> (bits % 64))
+        }
+        for value in values {
+            #expect(JSONWriter.string(.int(value)) == String(value))
+        }
     }
 
     @Test func escapesExactlyWhatJSONRequires() {
