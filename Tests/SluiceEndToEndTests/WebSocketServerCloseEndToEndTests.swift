@@ -59,7 +59,10 @@ struct WebSocketServerCloseEndToEndTests {
         for outcome in outcomes {
             #expect(outcome["code"] as? Int == 1000, "the server answered the close: \(outcome)")
             let seconds = try #require(outcome["close_secs"] as? Double)
-            #expect(seconds < 1, "the close reply came at once (once the client read on): \(outcome)")
+            // From reading on, the client first reads what the TCP buffers already hold (about 11,000 messages,
+            // in Python): 0.01 to 0.05 s alone, 1.2 s once under the full suite's load. A server that left the
+            // close unanswered until its 10 s timeout would still fail.
+            #expect(seconds < 3, "the close reply came at once (once the client read on): \(outcome)")
             #expect(outcome["received"] as? Int ?? 0 > 100, "events were flowing: \(outcome)")
         }
         let sink = try #require(try pipeline.finalComponent("live"))
