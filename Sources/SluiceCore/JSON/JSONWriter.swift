@@ -168,7 +168,8 @@ public enum JSONWriter {
         }
     }
 
-    private static func write(_ number: Int64, into buffer: UnsafeMutablePointer<UInt8>) -> Int {
+    /// Writes `number` at `buffer` as JSON writes it; returns how many bytes (at most 20).
+    package static func write(_ number: Int64, into buffer: UnsafeMutablePointer<UInt8>) -> Int {
         let sign = number < 0 ? 1 : 0
         if sign == 1 { buffer[0] = UInt8(ascii: "-") }
         let digits = digitCount(number.magnitude)
@@ -178,7 +179,7 @@ public enum JSONWriter {
 
     /// How many digits `magnitude`, an `Int64`'s (at most 19 digits), has: counted by comparison, not division.
     @inline(__always)
-    package static func digitCount(_ magnitude: UInt64) -> Int {
+    private static func digitCount(_ magnitude: UInt64) -> Int {
         var digits = 1
         var limit: UInt64 = 10
         while digits < 19, magnitude >= limit {

@@ -192,11 +192,7 @@ private struct TextWriter {
     }
 
     mutating func appendInteger(_ value: Int64) {
-        if value < 0 {
-            base[count] = UInt8(ascii: "-")
-            count += 1
-        }
-        appendDigits(value.magnitude, width: JSONWriter.digitCount(value.magnitude))
+        count += JSONWriter.write(value, into: base + count)
     }
 
     /// `value` in exactly `width` digits, with leading zeros (as `JSONWriter` writes them).
