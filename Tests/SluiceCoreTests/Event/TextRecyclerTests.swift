@@ -1,4 +1,5 @@
 import SluiceCore
+import SluiceTesting
 import Testing
 
 /// Text buffers handed back by the last holder of their events are filled again by a decoder, never while
@@ -96,6 +97,23 @@ struct TextRecyclerTests {
         var spare = SpareTexts(recycler)
         _ = try Self.decode(Self.second, reusing: &spare)
         #expect(recycler.count == 9, "a batch of one was taken, and used")
+    }
+
+    /// A sink's batch comes back in any order (a route's outputs each hold some of a batch's events); its buffers
+    /// are filled again lowest address first, every one of them.
+    @Test func aSinksBuffersAreFilledAgainInAddressOrder() throws {
+        let recycler = TextRecycler()
+        var generator = SplitMix64(seed: 11)
+        var batch = try (0..<300).map { _ in try Self.decode(Self.first) }.shuffled(using: &generator)
+        let given = batch.compactMap(Self.address)
+        #expect(Set(given).count == 300)
+        #expect(given != given.sorted(), "the shuffled batch is out of order")
+        recycler.recycle(&batch)
+        var spare = SpareTexts(recycler)
+        let filled = try (0..<300).map { _ in try Self.address(Self.decode(Self.second, reusing: &spare)) }
+        let inAddressOrder = filled == given.sorted().map(Optional.some)
+        #expect(inAddressOrder, "filled lowest address first, each buffer once")
+        #expect(recycler.count == 0)
     }
 
     /// What a stage drops (``retainEvents`` puts it last) gives its buffers back; what it keeps is untouched.
