@@ -28,6 +28,16 @@ struct LineDecoderTests {
         return (events.map(\.jsonText), received, discards, messages.withLock { $0 })
     }
 
+    /// Each half's scanner, written for every line, lies in cache lines no other memory shares (see ``Scanners``).
+    @Test func theHalvesScannersShareNoCacheLine() {
+        let scanners = Scanners()
+        let first = UInt(bitPattern: scanners[0])
+        let second = UInt(bitPattern: scanners[1])
+        #expect(first % 64 == 0 && second % 64 == 0)
+        #expect(second - first >= 128)
+        #expect(MemoryLayout<CanonicalJSONScanner>.size <= 64)
+    }
+
     @Test func halvesDecodedApartComeOutInOrderWithEveryLineCounted() {
         // Bad lines and an oversize one in both halves of the first read, text the scanner leaves to the full parse
         // (a space), and a line split between the two reads.
