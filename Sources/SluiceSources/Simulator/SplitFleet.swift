@@ -11,8 +11,9 @@ internal import SluiceCore
 /// `p mod devices`. Each half meets its own devices in that same order whatever the batch sizes, and draws only
 /// from its own stream, so a seeded run gives the same readings whether a batch was generated on one thread or two.
 struct SplitFleet: Sendable {
-    /// The lower half of the devices, then the upper (one part with a single device).
-    private var parts: [Fleet]
+    /// The lower half of the devices, then the upper (one part with a single device), apart in memory: each part
+    /// writes its state (its random stream, its next device) for every reading. Handed over whole on a reload.
+    private let parts: Separated<Fleet>
     /// The device of the next reading.
     private var nextDevice = 0
     private let devices: Int
@@ -26,8 +27,8 @@ struct SplitFleet: Sendable {
         var lower = Fleet(config, seed: seed)
         devices = lower.deviceCount
         middle = lower.deviceCount == 1 ? 1 : (lower.deviceCount + 1) / 2
-        parts = [lower]
-        if let upper = lower.splitOff() { parts = [lower, upper] }
+        let upper = lower.splitOff()
+        parts = Separated(upper.map { [lower, $0] } ?? [lower])
     }
 
     /// The next `times.count` readings, the `n`th at `times[n]`, each `elapsed` seconds after its device's last.
@@ -39,15 +40,13 @@ struct SplitFleet: Sendable {
         // freeing the halves' arrays released them again.
         return Array(unsafeUninitializedCapacity: times.count) { batch, initialized in
             times.withUnsafeBufferPointer { times in
-                parts.withUnsafeMutableBufferPointer { parts in
-                    let work = FleetParts(
-                        parts: parts, batch: batch, times: times, firstDevice: first, devices: devices,
-                        middle: middle, elapsed: elapsed, ingestNanos: ingestNanos)
-                    if parts.count == 2, times.count >= Self.parallelBatch {
-                        DispatchQueue.concurrentPerform(iterations: 2) { work.generate($0) }
-                    } else {
-                        for part in parts.indices { work.generate(part) }
-                    }
+                let work = FleetParts(
+                    parts: parts, batch: batch, times: times, firstDevice: first, devices: devices,
+                    middle: middle, elapsed: elapsed, ingestNanos: ingestNanos)
+                if parts.count == 2, times.count >= Self.parallelBatch {
+                    DispatchQueue.concurrentPerform(iterations: 2) { work.generate($0) }
+                } else {
+                    for part in 0..<parts.count { work.generate(part) }
                 }
             }
             initialized = times.count
@@ -60,7 +59,7 @@ private struct FleetParts: @unchecked Sendable {
     // @unchecked: the buffers outlive `concurrentPerform`, which returns only when both parts are done; `times` is
     // only read, part `n` alone writes `parts[n]`, and the two parts initialize disjoint places of `batch` (those of
     // their own devices), together every one.
-    let parts: UnsafeMutableBufferPointer<Fleet>
+    let parts: Separated<Fleet>
     let batch: UnsafeMutableBufferPointer<Event>
     let times: UnsafeBufferPointer<Int64>
     let firstDevice: Int
@@ -78,7 +77,7 @@ private struct FleetParts: @unchecked Sendable {
             // With one device there is one part, and `middle` is 1: device 0 is part 0's.
             if (device < middle) == (part == 0) {
                 (batch.baseAddress! + index).initialize(
-                    to: parts[part].nextReading(
+                    to: parts[part].pointee.nextReading(
                         timestampMillis: times[index], elapsed: elapsed, ingestNanos: ingestNanos, reusing: &spare))
             }
             device += 1

@@ -17,9 +17,11 @@ struct LineDecoder {
     private var received = 0
     private var discards = DiscardCounts()
     private var reporter = RateLimitedReporter()
-    /// One scanner for each half of an input decoded in parallel; the first also serves the sequential paths.
-    /// Not copied with the decoder: a source has one decoder.
-    private let scanners = Scanners()
+    /// One scanner for each half of an input decoded in parallel; the first also serves the sequential paths. They
+    /// had been neighbours in an array: where it fell in memory decided whether they shared a cache line, and where
+    /// they did the same pass-through took 20 % more CPU (stdin -> blackhole 0.22 or 0.27 s for 1,000,000 events,
+    /// by whether the file had a `metrics` section, which changed what the allocator had handed out before).
+    private let scanners = Separated([CanonicalJSONScanner(), CanonicalJSONScanner()])
     /// The lines of the input being decoded, collected before decoding them (the storage is kept).
     private var collected: [CollectedLine] = []
     /// The bytes of lines that are not in the input (the splitter joined them from two reads, and lends them only
@@ -265,7 +267,7 @@ private struct ParallelHalves: @unchecked Sendable {
     // and copied bytes are only read, and half `n` alone writes `scanners[n]`, `halves[n]` and `runners[n]`.
     let lines: UnsafeBufferPointer<CollectedLine>
     let copied: UnsafeBufferPointer<UInt8>
-    let scanners: Scanners
+    let scanners: Separated<CanonicalJSONScanner>
     let halves: UnsafeMutableBufferPointer<DecodedLines>
     /// The source's fused transforms, an instance per half; empty when it has none.
     let runners: UnsafeMutableBufferPointer<SourceChain.Runner>
@@ -279,35 +281,5 @@ private struct ParallelHalves: @unchecked Sendable {
         // Here, while the events' text is in this core's cache.
         guard !runners.isEmpty else { return }
         for index in halves[half].batches.indices { runners[half].run(&halves[half].batches[index]) }
-    }
-}
-
-/// The two halves' scanners, each in cache lines of its own. A scanner writes its state for every line it scans,
-/// and the two had been neighbours in one array, whose place in memory decided whether they shared a cache line:
-/// where they did, the line moved between the cores for every event, and the same pass-through ran 20 % slower in
-/// CPU (stdin -> blackhole 0.22 or 0.27 s for 1,000,000 events, by whether the file had a `metrics` section, which
-/// changed what the allocator handed out before).
-final class Scanners: @unchecked Sendable {
-    // @unchecked: half `n` alone uses scanner `n` (see ``ParallelHalves``), and this owns their memory.
-    /// Two cache lines each: a core's prefetcher fetches lines in pairs.
-    private static let stride = 128
-    private let memory = UnsafeMutableRawPointer.allocate(byteCount: 2 * Scanners.stride, alignment: 64)
-
-    init() {
-        precondition(MemoryLayout<CanonicalJSONScanner>.size <= Self.stride, "A scanner outgrew its place.")
-        for half in 0..<2 {
-            (memory + half * Self.stride).bindMemory(to: CanonicalJSONScanner.self, capacity: 1)
-                .initialize(to: CanonicalJSONScanner())
-        }
-    }
-
-    /// Half `half`'s scanner, 0 or 1.
-    subscript(half: Int) -> UnsafeMutablePointer<CanonicalJSONScanner> {
-        (memory + half * Self.stride).assumingMemoryBound(to: CanonicalJSONScanner.self)
-    }
-
-    deinit {
-        for half in 0..<2 { self[half].deinitialize(count: 1) }
-        memory.deallocate()
     }
 }
