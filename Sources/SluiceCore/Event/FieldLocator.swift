@@ -204,6 +204,25 @@ extension Event {
         } ?? nil
     }
 
+    /// `state` with the JSON text of each field `locators` name, each followed by `last`, absorbed in order
+    /// (``StableHash/absorb(_:_:followedBy:)``), read in place in one pass; `nil` when the event is not text or a
+    /// field is missing or cannot be read in place.
+    package func absorbValueTexts(
+        _ locators: UnsafeMutableBufferPointer<FieldLocator>, followedBy last: UInt8, into state: (UInt64, UInt64)
+    ) -> (UInt64, UInt64)? {
+        guard isText else { return nil }
+        return withText { text, keys, flat -> (UInt64, UInt64)? in
+            var state = state
+            for index in locators.indices {
+                guard case .found(let range) = CanonicalJSON.field(&locators[index], in: text, keys: keys, flat: flat)
+                else { return nil }
+                let value = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[range]))
+                state = StableHash.absorb(state, value, followedBy: last)
+            }
+            return state
+        } ?? nil
+    }
+
     /// The time in the field `locator` names, like ``epochMillis(at:)``; remembers where it was.
     package func epochMillis(_ locator: inout FieldLocator) -> Int64? {
         guard isText, locator.isPlain else { return nil }

@@ -521,6 +521,27 @@ enum PlainBytes {
         return position
     }
 
+    /// The first position from `start` holding `byte` (or `other`, when given), or `end`.
+    @inline(__always)
+    static func first(
+        _ byte: UInt8, or other: UInt8? = nil, from start: UnsafePointer<UInt8>, to end: UnsafePointer<UInt8>
+    ) -> UnsafePointer<UInt8> {
+        let alternative = other ?? byte
+        var position = start
+        while end - position >= 8 {
+            let word = UnsafeRawPointer(position).loadUnaligned(as: UInt64.self)
+            // A zero byte of a difference, a byte equal to the one sought, borrows in `- ones`; as in
+            // ``skip(from:to:)``, the lowest flag marks the first one.
+            let difference = word ^ (ones &* UInt64(byte))
+            let otherDifference = word ^ (ones &* UInt64(alternative))
+            let flags = ((difference &- ones) & ~difference | (otherDifference &- ones) & ~otherDifference) & highs
+            if flags != 0 { return position + flags.trailingZeroBitCount / 8 }
+            position += 8
+        }
+        while position < end, position.pointee != byte, position.pointee != alternative { position += 1 }
+        return position
+    }
+
     /// The first position from `start` not holding an ASCII digit, or `end`.
     @inline(__always)
     static func skipDigits(from start: UnsafePointer<UInt8>, to end: UnsafePointer<UInt8>) -> UnsafePointer<UInt8> {
@@ -661,6 +682,11 @@ enum CanonicalJSON {
         -> Lookup
     {
         guard locator.isPlain else { return .unsupported }
+        // Where the hint holds, the key is there: its signature need not be asked.
+        if flat, let start = hintedValueStart(locator, in: text) {
+            guard let end = skipFlatValue(at: start, in: text) else { return .missing }
+            return .found(start..<end)
+        }
         guard keys.mayContain(hash: locator.hash) else { return .missing }
         // The empty key is looked for key by key: the search needs a first byte.
         guard flat, !locator.key.isEmpty else {
@@ -678,8 +704,9 @@ enum CanonicalJSON {
     static func flatScalar(_ locator: inout FieldLocator, in text: UnsafeBufferPointer<UInt8>, keys: KeySignature)
         -> Scalar?
     {
-        guard locator.isPlain, !locator.key.isEmpty, keys.mayContain(hash: locator.hash),
-            let start = flatValueStart(&locator, in: text),
+        guard locator.isPlain, !locator.key.isEmpty,
+            let start = hintedValueStart(locator, in: text)
+                ?? (keys.mayContain(hash: locator.hash) ? flatValueStart(&locator, in: text) : nil),
             let base = text.baseAddress, start < text.count
         else { return nil }
         let end = base + text.count
@@ -693,10 +720,10 @@ enum CanonicalJSON {
     /// the field was in the last event; remembers where it is now.
     private static func flatValueStart(_ locator: inout FieldLocator, in text: UnsafeBufferPointer<UInt8>) -> Int? {
         guard let base = text.baseAddress, let first = locator.key.first else { return nil }
+        if let start = hintedValueStart(locator, in: text) { return start }
         let end = base + text.count
         let count = locator.key.count
         let at = locator.hint
-        if at >= 2, at + count + 2 <= text.count, locator.isKey(at: at, in: base, end: end) { return at + count + 2 }
         // Where the field moved, it moved by the lengths of the values before it: a few bytes, mostly.
         guard
             let start = flatValueStart(
@@ -705,6 +732,19 @@ enum CanonicalJSON {
         else { return nil }
         locator.hint = start - count - 2
         return start
+    }
+
+    /// Where the value of the top-level field `locator` names starts in flat text when the field is where it was
+    /// in the last event, else `nil`.
+    @inline(__always)
+    private static func hintedValueStart(_ locator: FieldLocator, in text: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let base = text.baseAddress, !locator.key.isEmpty else { return nil }
+        let at = locator.hint
+        let count = locator.key.count
+        guard at >= 2, at + count + 2 <= text.count, locator.isKey(at: at, in: base, end: base + text.count) else {
+            return nil
+        }
+        return at + count + 2
     }
 
     /// The value of `key` in the object starting at `start`, whose keys are in `keys`.
@@ -752,14 +792,21 @@ enum CanonicalJSON {
         index >= 0 && index < text.count ? text[index] : 0
     }
 
-    /// ``skipValue(at:in:)`` in flat text, which holds no backslash: a string ends at the next quote, which
-    /// `memchr` finds (stepping over a log line's message this way costs a fraction of the byte loop's time).
+    /// ``skipValue(at:in:)`` in flat text, which holds no backslash and no container. A number or a literal ends at
+    /// the next `,` or `}`. A string ends at the next quote: looked for here in the first two words, where the short
+    /// strings keys are made of (a device, a level, a symbol) end, for less than a call costs; then by `memchr`
+    /// (stepping over a log line's message this way costs a fraction of the byte loop's time).
     private static func skipFlatValue(at start: Int, in text: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard let base = text.baseAddress, start >= 0, start < text.count, text[start] == UInt8(ascii: "\"")
-        else { return skipValue(at: start, in: text) }
-        guard let quote = memchr(base + start + 1, Int32(UInt8(ascii: "\"")), text.count - start - 1) else {
-            return nil
+        guard let base = text.baseAddress, start >= 0, start < text.count else { return nil }
+        let end = base + text.count
+        guard text[start] == UInt8(ascii: "\"") else {
+            let delimiter = PlainBytes.first(UInt8(ascii: ","), or: UInt8(ascii: "}"), from: base + start, to: end)
+            return delimiter < end ? delimiter - base : nil
         }
+        let nearEnd = min(end, base + start + 17)
+        let near = PlainBytes.first(UInt8(ascii: "\""), from: base + start + 1, to: nearEnd)
+        if near < nearEnd { return near - base + 1 }
+        guard let quote = memchr(near, Int32(UInt8(ascii: "\"")), end - near) else { return nil }
         return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(quote)) + 1
     }
 

@@ -41,24 +41,26 @@ struct FingerprintTable: Sendable {
 
     /// Removes `entry`, whose key's hash is `hash`, moving back the slots after it that would no longer be found.
     mutating func remove(_ entry: Int, hash: UInt64) {
-        let mask = slots.count - 1
-        var hole = Int(truncatingIfNeeded: hash) & mask
         let slot = Self.slot(entry, hash)
-        while slots[hole] != slot { hole = (hole + 1) & mask }
-        var next = hole
-        while true {
-            next = (next + 1) & mask
-            let moving = slots[next]
-            if moving == 0 { break }
-            let home = Int(truncatingIfNeeded: moving) & mask
-            // `moving` may fill the hole unless its home lies cyclically in (hole, next].
-            let homeIsBetween = hole <= next ? (home > hole && home <= next) : (home > hole || home <= next)
-            if !homeIsBetween {
-                slots[hole] = moving
-                hole = next
+        // One access to the array for the whole shift, rather than a uniqueness check at every slot written.
+        slots.withUnsafeMutableBufferPointer { slots in
+            let mask = slots.count - 1
+            var hole = Int(truncatingIfNeeded: hash) & mask
+            while slots[hole] != slot { hole = (hole + 1) & mask }
+            var next = hole
+            while true {
+                next = (next + 1) & mask
+                let moving = slots[next]
+                if moving == 0 { break }
+                let home = Int(truncatingIfNeeded: moving) & mask
+                // `moving` may fill the hole unless its home lies cyclically in (hole, next]: unless it is nearer
+                // to `next` than the hole is. Written without a branch, which went either way at random.
+                let fills = (next &- home) & mask >= (next &- hole) & mask
+                slots[hole] = fills ? moving : slots[hole]
+                hole = fills ? next : hole
             }
+            slots[hole] = 0
         }
-        slots[hole] = 0
         count -= 1
     }
 
@@ -71,10 +73,12 @@ struct FingerprintTable: Sendable {
     /// Puts `slot` at its home or the first free slot after it. A slot's low bits are its hash's, which is all
     /// the home needs while the capacity stays under 2^32.
     private mutating func place(_ slot: UInt64) {
-        let mask = slots.count - 1
-        var index = Int(truncatingIfNeeded: slot) & mask
-        while slots[index] != 0 { index = (index + 1) & mask }
-        slots[index] = slot
+        slots.withUnsafeMutableBufferPointer { slots in
+            let mask = slots.count - 1
+            var index = Int(truncatingIfNeeded: slot) & mask
+            while slots[index] != 0 { index = (index + 1) & mask }
+            slots[index] = slot
+        }
     }
 
     private mutating func grow() {

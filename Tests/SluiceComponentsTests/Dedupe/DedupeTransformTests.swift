@@ -70,6 +70,26 @@ struct DedupeTransformTests {
         }
     }
 
+    /// A key of several values streams them through one hash, each ended by a newline: values that spell the same
+    /// bytes together but split differently between the fields (around the eight-byte words the hash reads) are
+    /// different keys, read in place or from a parsed event, and each is the same key again the second time.
+    @Test(arguments: [false, true]) func valuesSplitDifferentlyAreDifferentKeys(asText: Bool) throws {
+        var dedupe = try TransformHarness.make("dedupe", "{fields: [.a, .b]}")
+        let letters = Array("abcdefghijklmnopqrstu")
+        var events: [JSONValue] = []
+        for split in 0...letters.count {
+            events.append(["a": .string(String(letters[..<split])), "b": .string(String(letters[split...]))])
+        }
+        events.append(["a": 1, "b": 23])
+        events.append(["a": 12, "b": 3])
+        let (kept, pass) = TransformHarness.process(&dedupe, events, at: 0, asText: asText)
+        #expect(kept.count == events.count)
+        #expect(pass.discards[.duplicate] == 0)
+        let (again, repeated) = TransformHarness.process(&dedupe, events, at: 1, asText: !asText)
+        #expect(again == [])
+        #expect(repeated.discards[.duplicate] == events.count)
+    }
+
     /// Past 16,384 keys the transform reads a batch's table slots ahead (``RecentKeys/warm(_:forgetting:)``): the
     /// events kept must still be exactly those of an LRU cache, here a model kept by last use in a heap, on 60,000
     /// seeded events over 30,000 keys with a limit of 20,000.

@@ -281,6 +281,34 @@ struct CanonicalJSONTests {
         }
     }
 
+    /// A value in flat text ends where its text does, however long it is and wherever the eight-byte words the
+    /// search reads fall: strings of 0 to 40 characters (the first two words are searched in place, the rest by
+    /// `memchr`), numbers of 1 to 18 digits and literals, each in the middle and at the end of the object, after
+    /// keys of every offset, read in place by a locator that remembers where they were, equal to the parsed value's.
+    @Test func flatValuesOfEveryLengthAreReadWhole() throws {
+        var scanner = CanonicalJSONScanner()
+        var locators = (middle: FieldLocator("v"), last: FieldLocator("w"))
+        for padding in 0..<9 {
+            for length in 0...40 {
+                let string = "\"" + String(repeating: "s", count: length) + "\""
+                // Integers of up to 18 digits are canonical; longer ones the writer writes as doubles.
+                let number = length == 0 ? "0" : "-" + String(repeating: "7", count: min(length, 18))
+                let literal = ["true", "false", "null", "2.5"][length % 4]
+                for value in [string, number, literal] {
+                    let pad = String(repeating: "p", count: padding)
+                    let text = #"{"\#(pad)":1,"v":\#(value),"n":"t:","w":\#(value)}"#
+                    let bytes = Array(text.utf8)
+                    #expect(bytes.withUnsafeBufferPointer { scanner.isCanonical($0) } && scanner.isFlat, "\(text)")
+                    let event = Event(canonicalJSON: bytes, topLevelKeys: scanner.topLevelKeys, isFlat: true)
+                    let expected = try JSONReader.parse(Array(value.utf8))
+                    #expect(event.lookup(&locators.middle) == expected, "\(text)")
+                    #expect(event.lookup(&locators.last) == expected, "\(text)")
+                    #expect(event.lookup([.key("v")]) == expected, "\(text)")
+                }
+            }
+        }
+    }
+
     /// Text lines become `{"message": ...}` text, exactly what the writer writes for that value; its field reads
     /// back, flat or not (quotes, backslashes, control characters, invalid UTF-8 replaced).
     @Test func textLinesReadBackTheirMessage() throws {
