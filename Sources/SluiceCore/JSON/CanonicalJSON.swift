@@ -716,11 +716,10 @@ enum CanonicalJSON {
         return value
     }
 
-    /// Where the value of the top-level field `locator` names starts in flat text, tried first at the offset where
-    /// the field was in the last event; remembers where it is now.
+    /// Where the value of the top-level field `locator` names starts in flat text, for a field that is not where it
+    /// was in the last event (``hintedValueStart(_:in:)``, which every caller asks first); remembers where it is now.
     private static func flatValueStart(_ locator: inout FieldLocator, in text: UnsafeBufferPointer<UInt8>) -> Int? {
         guard let base = text.baseAddress, let first = locator.key.first else { return nil }
-        if let start = hintedValueStart(locator, in: text) { return start }
         let end = base + text.count
         let count = locator.key.count
         let at = locator.hint
