@@ -31,18 +31,17 @@ struct KeyFingerprint: Hashable, Sendable {
 /// making a value, a copy or an allocation per event.
 struct KeyReader: Sendable {
     private let expressions: [Expression]
-    private var locators: [FieldLocator?]
-    /// Every expression's locator when all are top-level fields, else empty: a key of several fields is then read
-    /// from an event's text in one pass.
-    private var fieldLocators: [FieldLocator]
+    /// Every expression's locator when all are top-level fields, else empty: the key is then read from an event's
+    /// text where it lies.
+    private var locators: [FieldLocator]
     private var states: [ExpressionState]
     /// A value written out where it could not be read in place (a parsed event, a path below the top).
     private var bytes: [UInt8] = []
 
     init(_ expressions: [Expression]) {
         self.expressions = expressions
-        locators = expressions.map { FieldLocator($0.pathSteps) }
-        fieldLocators = locators.contains { $0 == nil } ? [] : locators.map { $0! }
+        let locators = expressions.map { FieldLocator($0.pathSteps) }
+        self.locators = locators.contains { $0 == nil } ? [] : locators.map { $0! }
         states = expressions.map { $0.makeState() }
         bytes.reserveCapacity(64)
     }
@@ -50,12 +49,21 @@ struct KeyReader: Sendable {
     /// The fingerprint of `event`'s key.
     mutating func read(_ event: borrowing Event) throws(EvaluationError) -> KeyFingerprint {
         if expressions.count == 1 {
-            let (hash, check) = try valueHashes(0, of: event)
+            // A top-level field, the commonest key: hashed where it lies in the event's text.
+            if !locators.isEmpty,
+                let (hash, check) = event.valueTextHashes(
+                    &locators[0], followedBy: Self.separator, secondSeed: KeyFingerprint.secondSeed)
+            {
+                return KeyFingerprint(hash: hash, check: check)
+            }
+            try writeValue(0, of: event)
+            bytes.append(Self.separator)
+            let (hash, check) = bytes.withUnsafeBytes { StableHash.pair($0, secondSeed: KeyFingerprint.secondSeed) }
             return KeyFingerprint(hash: hash, check: check)
         }
         let start = StableHash.sequenceSeed
-        if !fieldLocators.isEmpty,
-            let state = fieldLocators.withUnsafeMutableBufferPointer({
+        if !locators.isEmpty,
+            let state = locators.withUnsafeMutableBufferPointer({
                 event.absorbValueTexts($0, followedBy: Self.separator, into: start)
             })
         {
@@ -63,8 +71,7 @@ struct KeyReader: Sendable {
         }
         var state = start
         for index in expressions.indices {
-            bytes.removeAll(keepingCapacity: true)
-            JSONWriter.write(try expressions[index].evaluate(event, &states[index]), to: &bytes)
+            try writeValue(index, of: event)
             state = bytes.withUnsafeBytes { StableHash.absorb(state, $0, followedBy: Self.separator) }
         }
         return KeyFingerprint(hash: state.0, check: state.1)
@@ -73,20 +80,10 @@ struct KeyReader: Sendable {
     /// Ends each value's text.
     private static let separator = UInt8(ascii: "\n")
 
-    /// The hashes of value `index` of `event`'s key as text, with its newline.
-    private mutating func valueHashes(_ index: Int, of event: borrowing Event) throws(EvaluationError) -> (UInt64, UInt64)
-    {
-        // A top-level field, the commonest key: hashed where it lies in the event's text.
-        if locators[index] != nil,
-            let hashes = event.valueTextHashes(
-                &locators[index]!, followedBy: Self.separator, secondSeed: KeyFingerprint.secondSeed)
-        {
-            return hashes
-        }
+    /// Writes value `index` of `event`'s key as JSON text into ``bytes``, in place of what they held.
+    private mutating func writeValue(_ index: Int, of event: borrowing Event) throws(EvaluationError) {
         bytes.removeAll(keepingCapacity: true)
         JSONWriter.write(try expressions[index].evaluate(event, &states[index]), to: &bytes)
-        bytes.append(Self.separator)
-        return bytes.withUnsafeBytes { StableHash.pair($0, secondSeed: KeyFingerprint.secondSeed) }
     }
 }
 
