@@ -995,27 +995,32 @@ enum CanonicalJSON {
         text.append(UInt8(ascii: "}"))
     }
 
-    /// ``appendField(_:_:to:)`` for a number or a boolean, to object text that has other fields: with the key in
-    /// one append (each append checks the array's uniqueness and room: six of them per field were a fifth of a
-    /// chain of maps' time).
+    /// ``appendField(_:_:to:)`` for a number or a boolean, to object text that has other fields: written straight
+    /// into the text's room (each append checks the array's uniqueness and room: six of them per field were a
+    /// fifth of a chain of maps' time, and one through a scratch buffer still copied the field twice).
     static func appendField(_ key: UnsafeBufferPointer<UInt8>, _ value: Scalar, to text: inout [UInt8]) {
         text[text.count - 1] = UInt8(ascii: ",")
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: key.count + 4 + JSONWriter.scalarCapacity) { buffer in
-            let field = buffer.baseAddress!
-            field[0] = UInt8(ascii: "\"")
-            if let start = key.baseAddress { (field + 1).update(from: start, count: key.count) }
-            field[key.count + 1] = UInt8(ascii: "\"")
-            field[key.count + 2] = UInt8(ascii: ":")
-            let keyCount = key.count + 3
-            guard let valueCount = JSONWriter.write(scalar: value, into: field + keyCount) else {
-                // A double only `description` writes.
-                text.append(contentsOf: UnsafeBufferPointer(start: field, count: keyCount))
-                JSONWriter.write(value.value, to: &text)
-                text.append(UInt8(ascii: "}"))
-                return
+        var written = true
+        text.append(addingCapacity: key.count + 4 + JSONWriter.scalarCapacity) { room in
+            room.withUnsafeMutableBufferPointer { buffer, count in
+                let field = buffer.baseAddress!
+                field[0] = UInt8(ascii: "\"")
+                if let start = key.baseAddress { (field + 1).initialize(from: start, count: key.count) }
+                field[key.count + 1] = UInt8(ascii: "\"")
+                field[key.count + 2] = UInt8(ascii: ":")
+                let keyCount = key.count + 3
+                guard let valueCount = JSONWriter.write(scalar: value, into: field + keyCount) else {
+                    count = keyCount
+                    written = false
+                    return
+                }
+                field[keyCount + valueCount] = UInt8(ascii: "}")
+                count = keyCount + valueCount + 1
             }
-            field[keyCount + valueCount] = UInt8(ascii: "}")
-            text.append(contentsOf: UnsafeBufferPointer(start: field, count: keyCount + valueCount + 1))
         }
+        guard !written else { return }
+        // A double only `description` writes.
+        JSONWriter.write(value.value, to: &text)
+        text.append(UInt8(ascii: "}"))
     }
 }
