@@ -792,9 +792,10 @@ enum CanonicalJSON {
     }
 
     /// ``skipValue(at:in:)`` in flat text, which holds no backslash and no container. A number or a literal ends at
-    /// the next `,` or `}`. A string ends at the next quote: looked for here in the first two words, where the short
-    /// strings keys are made of (a device, a level, a symbol) end, for less than a call costs; then by `memchr`
-    /// (stepping over a log line's message this way costs a fraction of the byte loop's time).
+    /// the next `,` or `}`. A string ends at the next quote: looked for here in the first four words, where the short
+    /// strings keys are made of (a device, a level, a symbol) and RFC 3339 times (26 bytes quoted) end, for less than
+    /// a call costs; then by `memchr` (stepping over a log line's message this way costs a fraction of the byte
+    /// loop's time).
     private static func skipFlatValue(at start: Int, in text: UnsafeBufferPointer<UInt8>) -> Int? {
         guard let base = text.baseAddress, start >= 0, start < text.count else { return nil }
         let end = base + text.count
@@ -802,7 +803,7 @@ enum CanonicalJSON {
             let delimiter = PlainBytes.first(UInt8(ascii: ","), or: UInt8(ascii: "}"), from: base + start, to: end)
             return delimiter < end ? delimiter - base : nil
         }
-        let nearEnd = min(end, base + start + 17)
+        let nearEnd = min(end, base + start + 33)
         let near = PlainBytes.first(UInt8(ascii: "\""), from: base + start + 1, to: nearEnd)
         if near < nearEnd { return near - base + 1 }
         guard let quote = memchr(near, Int32(UInt8(ascii: "\"")), end - near) else { return nil }
