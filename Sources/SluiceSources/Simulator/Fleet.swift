@@ -65,17 +65,16 @@ struct Fleet {
         keys = KeySignature(keys: Self.fieldNames)
     }
 
-    /// Gives the upper half of the devices (the lower rounded up stays) to a new fleet, which draws from a random
-    /// stream of its own, seeded from this one's; `nil` with fewer than two devices. Call before any reading.
-    mutating func splitOff() -> Fleet? {
-        guard devices.count >= 2 else { return nil }
-        let middle = (devices.count + 1) / 2
+    /// Gives the devices from `start` on to a new fleet, which draws from a random stream of its own, seeded from
+    /// this one's. Call before any reading, with `start` inside the fleet.
+    mutating func splitOff(from start: Int) -> Fleet {
+        precondition(start > 0 && start < devices.count, "A fleet splits inside its devices.")
         var upper = self
-        upper.devices = Array(devices[middle...])
-        upper.openings = Array(openings[middle...])
+        upper.devices = Array(devices[start...])
+        upper.openings = Array(openings[start...])
         upper.random = SeededRandom(seed: random.next())
-        devices.removeSubrange(middle...)
-        openings.removeSubrange(middle...)
+        devices.removeSubrange(start...)
+        openings.removeSubrange(start...)
         return upper
     }
 

@@ -82,9 +82,10 @@ struct SimulatorSourceTests {
         #expect(other.0.map(JSONWriter.string) != Array(first.prefix(50)).map(JSONWriter.string))
     }
 
-    /// A large batch is generated on both cores, each half of the devices drawing from its own random stream: the
-    /// readings are the same whether a batch was made on one thread or on two, and go round the devices in order.
-    @Test(arguments: [1, 2, 7])
+    /// A large batch is generated on both cores, each part of the devices drawing from its own random stream: the
+    /// readings are the same whether a batch was made on one thread or on two, and go round the devices in order,
+    /// in batches of the size asked for.
+    @Test(arguments: [1, 2, 7, 20, 1000])
     func readingsAreTheSameFromOneThreadOrTwo(devices: Int) throws {
         let loaded = ComponentHarness.load(Self.pipeline("devices: \(devices), rate: max, seed: 3", into: "unused"))
         let config = try #require(loaded.definition?.components.first?.blueprint.config as? SimulatorSourceConfig)
@@ -92,9 +93,11 @@ struct SimulatorSourceTests {
         var oneByOne = SplitFleet(config, seed: 3)
         let times = (0..<1_000).map { 1_796_040_000_000 + Int64($0) }
         #expect(times.count >= SplitFleet.parallelBatch)
-        let batch = together.readings(at: times, elapsed: 0.1, ingestNanos: 0)
+        let batches = together.readings(at: times, elapsed: 0.1, ingestNanos: 0, batchSize: 300)
+        #expect(batches.map(\.count) == [300, 300, 300, 100])
+        let batch = Array(batches.joined())
         var single: [Event] = []
-        for time in times { single += oneByOne.readings(at: [time], elapsed: 0.1, ingestNanos: 0) }
+        for time in times { single += oneByOne.readings(at: [time], elapsed: 0.1, ingestNanos: 0).joined() }
         #expect(batch.count == 1_000)
         #expect(batch.map(\.jsonText) == single.map(\.jsonText))
         for (position, reading) in batch.enumerated() {
