@@ -15,7 +15,7 @@ internal import Synchronization
 /// ahead lets the next `read(2)` overlap the decoding of the last chunk; at most ``chunksAhead`` chunks wait, so
 /// a stalled pipeline still stops reading (and the pipe pushes back on its writer).
 ///
-/// A chunk given back with ``recycle(_:)`` once it is decoded is read into again: a new 512 KiB buffer per read
+/// A chunk given back with ``recycle(_:)`` once it is decoded is read into again: a new chunk buffer per read
 /// is memory the allocator may have returned to the kernel, which then clears every page of it again on the
 /// first write (measured: up to 50 ns of system time per event of a stdin pipeline).
 final class DescriptorReader: Sendable {
@@ -53,6 +53,9 @@ final class DescriptorReader: Sendable {
         var takerNumber = 0
         /// Chunks given back, to read into again.
         var spares: [[UInt8]] = []
+        /// A read while filling a chunk found the end of the input: the next chunk is the end, without reading
+        /// again (a terminal gives its end once).
+        var endRead = false
     }
 
     init(fileDescriptor: Int32, chunkBytes: Int) {
@@ -68,6 +71,21 @@ final class DescriptorReader: Sendable {
         }
         wakeRead = ends[0]
         wakeWrite = ends[1]
+        Self.widenPipe(fileDescriptor, to: chunkBytes)
+    }
+
+    /// Linux's `F_SETPIPE_SZ` (`F_LINUX_SPECIFIC_BASE + 7`), which Swift's Glibc module does not export.
+    private static let setPipeSize: Int32 = 1024 + 7
+
+    /// Lets a pipe hold up to a chunk (the kernel's limit for a user is 1 MiB, `/proc/sys/fs/pipe-max-size`), where
+    /// it holds 64 KiB: a writer such as `cat` fills a pipe only as fast as it is read, so each read found 64 KiB
+    /// however long the reader waited, too few lines to decode on both cores. Not a pipe, or refused: unchanged.
+    private static func widenPipe(_ descriptor: Int32, to bytes: Int) {
+        #if os(Linux)
+            var status = stat()
+            guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFIFO else { return }
+            _ = fcntl(descriptor, setPipeSize, Int32(clamping: min(bytes, 1 << 20)))
+        #endif
     }
 
     deinit {
@@ -153,6 +171,7 @@ final class DescriptorReader: Sendable {
     }
 
     private func readNow() -> Chunk {
+        if state.locked({ $0.endRead }) { return .end }
         var descriptors = [
             pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
@@ -167,17 +186,42 @@ final class DescriptorReader: Sendable {
             if descriptors[0].revents != 0 { break }
         }
         var failure: Int32 = 0
+        var endRead = false
         // A spare keeps its whole length; a new chunk is zeroed once, when it is made.
         var bytes = state.locked { $0.spares.popLast() } ?? [UInt8](repeating: 0, count: chunkBytes)
         let got = bytes.withUnsafeMutableBufferPointer { buffer -> Int in
+            var got = 0
+            // A pipe gives at most what it holds (64 KiB) a read: while more is there at once, the chunk is filled,
+            // so that a piped input is decoded on both cores as a file is (a read of 64 KiB is too few lines to
+            // share) and crosses in as few hand-offs. What is not there yet is not waited for.
             while true {
-                let got = Glibc.read(fileDescriptor, buffer.baseAddress, chunkBytes)
-                if got < 0, errno == EINTR { continue }
-                if got < 0 { failure = errno }
-                return max(0, got)
+                let count = Glibc.read(fileDescriptor, buffer.baseAddress! + got, chunkBytes - got)
+                if count < 0, errno == EINTR { continue }
+                if count < 0 {
+                    // After some bytes, they go first; the next read meets the failure again.
+                    if got == 0 { failure = errno }
+                    return got
+                }
+                if count == 0 {
+                    endRead = got > 0
+                    return got
+                }
+                got += count
+                if got == chunkBytes || !Self.isReadable(fileDescriptor) { return got }
             }
         }
+        if endRead { state.locked { $0.endRead = true } }
         if failure != 0 { return .failed("cannot read standard input: \(String(cString: strerror(failure)))") }
         return got == 0 ? .end : .data(bytes, count: got)
+    }
+
+    /// True when a read of `descriptor` would not wait.
+    private static func isReadable(_ descriptor: Int32) -> Bool {
+        var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let count = poll(&ready, 1, 0)
+            if count < 0, errno == EINTR { continue }
+            return count > 0
+        }
     }
 }
