@@ -1,10 +1,14 @@
 internal import SluiceCore
 
-/// Reads standard input in 512 KiB chunks (read ahead on another thread, see ``DescriptorReader``), splits lines,
+/// Reads standard input in 1 MiB chunks (read ahead on another thread, see ``DescriptorReader``), splits lines,
 /// decodes each into an event, and sends each chunk's events in batches of up to 1,000, built whole so that none
 /// is copied to be cut. Larger chunks mean fewer thread hand-offs (64 -> 128 KiB was about 35 % faster; 512 KiB
-/// with read-ahead and whole batches another 15-20 %). While a `block` buffer downstream is full,
-/// ``EventOutput/send(_:)`` waits and no more is read, so the pipe pushes back on whoever writes to it.
+/// with read-ahead and whole batches another 15-20 %), and, since the decoder shares a chunk out in parts of a
+/// batch's lines, more parts to share: 1 MiB (about 5,700 events of 183 bytes, six parts) with the parts took 0.92
+/// of the wall time of 512 KiB in halves for stdin -> blackhole and 0.84 for scenario 3 (15 alternating runs),
+/// where the parts at 512 KiB (three) gained little; 2 MiB was no faster and held 6 MB more. While a `block`
+/// buffer downstream is full, ``EventOutput/send(_:)`` waits and no more is read, so the pipe pushes back on
+/// whoever writes to it.
 ///
 /// Standard input is never read again: when a reload gives the source new options, this instance stops reading
 /// (what it read ahead is still decoded and sent) and hands its partly read line to the next one, which goes on
@@ -15,7 +19,7 @@ struct StdinSource: Source {
     /// The descriptor read: standard input, given by the catalog, which alone knows the process.
     let descriptor: Int32
 
-    private static let chunkBytes = 1 << 19
+    private static let chunkBytes = 1 << 20
 
     func run(_ context: SourceContext) async throws {
         let reader = DescriptorReader(fileDescriptor: descriptor, chunkBytes: Self.chunkBytes)

@@ -1,14 +1,17 @@
 internal import Dispatch
 internal import SluiceCore
+internal import Synchronization
 
 /// Turns lines into events (joining multi-line events first, with `multiline`), counting events as received and
 /// bad lines as discarded, and reporting bad lines on standard error without flooding it.
 ///
 /// Without `multiline`, a large input (a full read of stdin or a file) is decoded on both cores: the splitter's
-/// lines are collected first (a `memchr` pass), then the first half is decoded on this thread while a Dispatch
-/// worker decodes the second, and the halves are joined in order. Decoding (the canonical-text scan and the copy
-/// of each line) is most of a source's work, and one source on one core was the bottleneck of the stdin pipelines.
-/// Whole halves of a read are handed over, never batches, so the hand-off costs once per read.
+/// lines are collected first (a `memchr` pass), then cut into parts of a batch's lines (two halves when there are
+/// fewer than two batches), which this thread and a Dispatch worker take in turn, each with its own scanner and
+/// transforms, and the parts are joined in order. Decoding (the canonical-text scan and the copy of each line) is
+/// most of a source's work, and one source on one core was the bottleneck of the stdin pipelines. Parts rather
+/// than halves: a worker late to its half (a woken core starts 20 to 50 µs later here) left this thread idle at
+/// the join; now it takes the parts the worker has not reached. The hand-off still costs once per read.
 struct LineDecoder {
     let decoding: EventDecoding
     let sourceID: String
@@ -17,7 +20,7 @@ struct LineDecoder {
     private var received = 0
     private var discards = DiscardCounts()
     private var reporter = RateLimitedReporter()
-    /// One scanner for each half of an input decoded in parallel; the first also serves the sequential paths. They
+    /// One scanner for each thread of an input decoded in parallel; the first also serves the sequential paths. They
     /// had been neighbours in an array: where it fell in memory decided whether they shared a cache line, and where
     /// they did the same pass-through took 20 % more CPU (stdin -> blackhole 0.22 or 0.27 s for 1,000,000 events,
     /// by whether the file had a `metrics` section, which changed what the allocator had handed out before).
@@ -27,12 +30,14 @@ struct LineDecoder {
     /// The bytes of lines that are not in the input (the splitter joined them from two reads, and lends them only
     /// during its callback).
     private var copied: [UInt8] = []
-    /// An instance of the source's fused transforms for each half (``SourceChain``), made from the chain last given.
+    /// An instance of the source's fused transforms for each thread (``SourceChain``), made from the chain last given.
     private var runners: [SourceChain.Runner] = []
 
     /// Fewer lines than this are decoded on this thread alone: handing half to another thread costs about as much
     /// as decoding a few dozen lines.
     static let parallelLines = 512
+    /// The most parts a read is cut into.
+    static let maxParts = 16
 
     init(decoding: EventDecoding, multiline: MultilineConfig? = nil, sourceID: String, log: Logger) {
         self.decoding = decoding
@@ -65,14 +70,15 @@ struct LineDecoder {
             copied.removeAll(keepingCapacity: copied.capacity <= 1 << 20)
         }
         received += collected.count
-        var halves = decodeCollected(
+        let parts = decodeCollected(
             inParallel: collected.count >= Self.parallelLines, batchLimit: batchLimit, now: now)
-        for half in halves {
-            for line in half.rejected { report(line, now: now) }
+        var batches: [[Event]] = []
+        for part in parts {
+            for line in part.rejected { report(line, now: now) }
+            // A part's last batch may be short (the read's last, or a half's); the next part's batches follow it.
+            for batch in part.batches where !batch.isEmpty { batches.append(batch) }
         }
-        // The first half's last batch may be short; the second's batches follow it.
-        for batch in halves[1].batches where !batch.isEmpty { halves[0].batches.append(batch) }
-        return halves[0].batches
+        return batches
     }
 
     /// Gathers the lines `split` calls back with, copying those that are not in `input`.
@@ -95,31 +101,45 @@ struct LineDecoder {
         }
     }
 
-    /// Decodes the collected lines: all on this thread, or the first half here and the second on a Dispatch
-    /// worker, each with its own scanner.
+    /// Decodes the collected lines: all on this thread, or in parts that this thread and a Dispatch worker take in
+    /// turn, each thread with its own scanner.
     private mutating func decodeCollected(inParallel: Bool, batchLimit: Int, now: UInt64) -> [DecodedLines] {
-        let middle = inParallel ? collected.count / 2 : collected.count
-        var halves = [DecodedLines(), DecodedLines()]
+        let lineCount = collected.count
+        // A batch's lines a part (a multiple of them past `maxParts` batches), or halves when there are fewer than
+        // two batches: every batch but each part's last is full.
+        let partLines: Int
+        if !inParallel || lineCount == 0 {
+            partLines = max(1, lineCount)
+        } else if lineCount / 2 < batchLimit {
+            partLines = (lineCount + 1) / 2
+        } else {
+            // No overflow: `batchLimit` is at most half of `lineCount` here.
+            let batches = (lineCount + batchLimit - 1) / batchLimit
+            partLines = (batches + Self.maxParts - 1) / Self.maxParts * batchLimit
+        }
+        var parts = [DecodedLines](repeating: DecodedLines(), count: (max(1, lineCount) + partLines - 1) / partLines)
         let decoding = decoding
         collected.withUnsafeBufferPointer { lines in
             copied.withUnsafeBufferPointer { copied in
-                halves.withUnsafeMutableBufferPointer { halves in
+                parts.withUnsafeMutableBufferPointer { parts in
                     runners.withUnsafeMutableBufferPointer { runners in
-                        let work = ParallelHalves(
-                            lines: lines, copied: copied, scanners: scanners, halves: halves, runners: runners,
-                            middle: middle)
-                        if inParallel {
-                            DispatchQueue.concurrentPerform(iterations: 2) { half in
-                                work.decode(half, decoding: decoding, batchLimit: batchLimit, now: now)
+                        let work = ParallelParts(
+                            lines: lines, copied: copied, scanners: scanners, parts: parts, runners: runners,
+                            partLines: partLines)
+                        let next = Atomic(0)
+                        if inParallel, parts.count > 1 {
+                            DispatchQueue.concurrentPerform(iterations: 2) { thread in
+                                work.decode(
+                                    on: thread, next: next, decoding: decoding, batchLimit: batchLimit, now: now)
                             }
                         } else {
-                            work.decode(0, decoding: decoding, batchLimit: batchLimit, now: now)
+                            work.decode(on: 0, next: next, decoding: decoding, batchLimit: batchLimit, now: now)
                         }
                     }
                 }
             }
         }
-        return halves
+        return parts
     }
 
     /// Counts and reports a line that gave no event.
@@ -261,25 +281,31 @@ private struct DecodedLines {
     }
 }
 
-/// The two halves of the collected lines (the second empty when they are decoded on one thread).
-private struct ParallelHalves: @unchecked Sendable {
-    // @unchecked: the buffers outlive `concurrentPerform`, which returns only when both halves are done; the lines
-    // and copied bytes are only read, and half `n` alone writes `scanners[n]`, `halves[n]` and `runners[n]`.
+/// The collected lines in parts of `partLines`, which the threads decoding them take in turn.
+private struct ParallelParts: @unchecked Sendable {
+    // @unchecked: the buffers outlive `concurrentPerform`, which returns only when both threads are done; the lines
+    // and copied bytes are only read, thread `n` alone uses `scanners[n]` and `runners[n]`, and part `n` is written
+    // only by the thread that took its number from the shared count.
     let lines: UnsafeBufferPointer<CollectedLine>
     let copied: UnsafeBufferPointer<UInt8>
     let scanners: Separated<CanonicalJSONScanner>
-    let halves: UnsafeMutableBufferPointer<DecodedLines>
-    /// The source's fused transforms, an instance per half; empty when it has none.
+    let parts: UnsafeMutableBufferPointer<DecodedLines>
+    /// The source's fused transforms, an instance per thread; empty when it has none.
     let runners: UnsafeMutableBufferPointer<SourceChain.Runner>
-    let middle: Int
+    let partLines: Int
 
-    func decode(_ half: Int, decoding: EventDecoding, batchLimit: Int, now: UInt64) {
-        let range = half == 0 ? 0..<middle : middle..<lines.count
-        halves[half] = DecodedLines(
-            UnsafeBufferPointer(rebasing: lines[range]), copied: copied, decoding: decoding,
-            scanner: &scanners[half].pointee, batchLimit: batchLimit, now: now)
-        // Here, while the events' text is in this core's cache.
-        guard !runners.isEmpty else { return }
-        for index in halves[half].batches.indices { runners[half].run(&halves[half].batches[index]) }
+    /// Decodes parts on thread `thread` (0 or 1), taking the next part's number from `next` until none is left.
+    func decode(on thread: Int, next: borrowing Atomic<Int>, decoding: EventDecoding, batchLimit: Int, now: UInt64) {
+        while true {
+            let part = next.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard part < parts.count else { return }
+            let range = part * partLines..<min(lines.count, (part + 1) * partLines)
+            parts[part] = DecodedLines(
+                UnsafeBufferPointer(rebasing: lines[range]), copied: copied, decoding: decoding,
+                scanner: &scanners[thread].pointee, batchLimit: batchLimit, now: now)
+            // Here, while the events' text is in this core's cache.
+            guard !runners.isEmpty else { continue }
+            for index in parts[part].batches.indices { runners[thread].run(&parts[part].batches[index]) }
+        }
     }
 }

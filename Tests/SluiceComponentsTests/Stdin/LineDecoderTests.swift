@@ -4,28 +4,32 @@ import Testing
 
 @testable import SluiceSources
 
-/// A large read is decoded in two halves on two threads: the events, counts and messages must be exactly those of
-/// decoding it line by line.
+/// A large read is decoded in parts on two threads (halves when it holds fewer than two batches): the events,
+/// counts and messages must be exactly those of decoding it line by line.
 struct LineDecoderTests {
     /// Decodes `chunks` (then the end of input) and returns the events' texts, the counts and the messages.
-    func decode(_ chunks: [[UInt8]]) -> (events: [String], received: Int, discards: DiscardCounts, log: [String]) {
+    func decode(_ chunks: [[UInt8]], batchLimit: Int = 1024) -> (
+        events: [String], received: Int, discards: DiscardCounts, log: [String], batches: [Int]
+    ) {
         let messages = Mutex<[String]>([])
         let log = Logger { line in messages.withLock { $0.append(line) } }
         var decoder = LineDecoder(decoding: .json, sourceID: "in", log: log)
         var splitter = LineSplitter(maxLineBytes: 100)
         var events: [Event] = []
+        var sizes: [Int] = []
         for chunk in chunks {
             let batches = chunk.withUnsafeBufferPointer { bytes in
-                decoder.decode(batchLimit: 1024, input: bytes) { emit in splitter.feed(bytes, emit) }
+                decoder.decode(batchLimit: batchLimit, input: bytes) { emit in splitter.feed(bytes, emit) }
             }
-            #expect(batches.allSatisfy { $0.count <= 1024 })
+            #expect(batches.allSatisfy { !$0.isEmpty && $0.count <= batchLimit })
             events += batches.joined()
+            sizes += batches.map(\.count)
         }
-        events += decoder.decode(batchLimit: 1024, flush: true) { emit in splitter.finish(emit) }.joined()
+        events += decoder.decode(batchLimit: batchLimit, flush: true) { emit in splitter.finish(emit) }.joined()
         let received = decoder.takeReceived()
         let discards = decoder.takeDiscards()
         decoder.finish()
-        return (events.map(\.jsonText), received, discards, messages.withLock { $0 })
+        return (events.map(\.jsonText), received, discards, messages.withLock { $0 }, sizes)
     }
 
     /// Values that the two halves write for every event lie in cache lines no other memory shares (``Separated``).
@@ -66,5 +70,18 @@ struct LineDecoderTests {
         let named = whole.log.map { $0.contains("line 6 ") || $0.contains("line 1701 ") || $0.contains("line 2501 ") }
         #expect(named.prefix(3) == [true, true, true], "\(whole.log)")
         #expect(whole.log.count == 4)
+    }
+
+    /// A read of many batches is cut into parts of whole batches (several a part past 16 parts): every batch is
+    /// full but the read's last, and the events come out in order.
+    @Test func partsOfWholeBatchesLeaveOnlyTheLastShort() {
+        let lines = (0..<3030).map { #"{"n":\#($0)}"# }
+        let text = Array((lines.joined(separator: "\n") + "\n").utf8)
+        for batchLimit in [50, 100, 1000] {
+            let decoded = decode([text], batchLimit: batchLimit)
+            #expect(decoded.events == lines)
+            #expect(decoded.batches.dropLast().allSatisfy { $0 == batchLimit }, "\(batchLimit): \(decoded.batches)")
+            #expect(decoded.batches.last == 3030 % batchLimit)
+        }
     }
 }
