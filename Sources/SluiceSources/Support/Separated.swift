@@ -1,12 +1,12 @@
-/// Values that two threads write at once, one each, kept in cache lines of their own.
+/// Values that threads write at once, one each, kept in cache lines of their own.
 ///
 /// Neighbours in an array share a cache line wherever the array happens to fall in memory, and a line that two
-/// cores write moves between them on every write: the two halves of a decoded read (their scanners) and of the
-/// simulator's fleet each write their state for every event. Each value here gets whole 128-byte blocks (a core's
-/// prefetcher fetches lines in pairs), aligned, that nothing else uses.
+/// cores write moves between them on every write: the two threads decoding a read (their scanners) and the parts
+/// of the simulator's fleet each write their state for every event. Each value here gets whole 128-byte blocks (a
+/// core's prefetcher fetches lines in pairs), aligned, that nothing else uses.
 final class Separated<Value>: @unchecked Sendable {
     // @unchecked: the values are reached through pointers, and the owner lets one thread at a time use each (the
-    // halves of one `concurrentPerform`, then the owner itself); this class only owns their memory.
+    // threads or parts of one `concurrentPerform`, then the owner itself); this class only owns their memory.
     private static var stride: Int { max(1, (MemoryLayout<Value>.size + 127) / 128) * 128 }
     private let memory: UnsafeMutableRawPointer
     /// How many values there are.

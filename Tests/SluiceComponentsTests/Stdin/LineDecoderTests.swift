@@ -32,7 +32,8 @@ struct LineDecoderTests {
         return (events.map(\.jsonText), received, discards, messages.withLock { $0 }, sizes)
     }
 
-    /// Values that the two halves write for every event lie in cache lines no other memory shares (``Separated``).
+    /// Values that the two decoding threads write for every event lie in cache lines no other memory shares
+    /// (``Separated``).
     @Test func separatedValuesShareNoCacheLine() {
         let scanners = Separated([CanonicalJSONScanner(), CanonicalJSONScanner()])
         let first = UInt(bitPattern: scanners[0])
