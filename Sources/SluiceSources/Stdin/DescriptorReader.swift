@@ -191,9 +191,11 @@ final class DescriptorReader: Sendable {
         var bytes = state.locked { $0.spares.popLast() } ?? [UInt8](repeating: 0, count: chunkBytes)
         let got = bytes.withUnsafeMutableBufferPointer { buffer -> Int in
             var got = 0
-            // A pipe gives at most what it holds (64 KiB) a read: while more is there at once, the chunk is filled,
-            // so that a piped input is decoded on both cores as a file is (a read of 64 KiB is too few lines to
-            // share) and crosses in as few hand-offs. What is not there yet is not waited for.
+            // A pipe gives at most what it holds (64 KiB unless widened) a read: while the writer is ahead (a read
+            // brought a sixteenth of a chunk or more) and more is there at once, the chunk is filled, so that a
+            // piped input is decoded on both cores as a file is (64 KiB is too few lines to share) and crosses in
+            // as few hand-offs. What is not there yet is not waited for, and a writer that trickles (small reads)
+            // is not read on until a chunk is full: its lines go at once.
             while true {
                 let count = Glibc.read(fileDescriptor, buffer.baseAddress! + got, chunkBytes - got)
                 if count < 0, errno == EINTR { continue }
@@ -207,7 +209,7 @@ final class DescriptorReader: Sendable {
                     return got
                 }
                 got += count
-                if got == chunkBytes || !Self.isReadable(fileDescriptor) { return got }
+                if got == chunkBytes || count < chunkBytes / 16 || !Self.isReadable(fileDescriptor) { return got }
             }
         }
         if endRead { state.locked { $0.endRead = true } }

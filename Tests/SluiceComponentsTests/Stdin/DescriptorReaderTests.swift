@@ -35,19 +35,22 @@ struct DescriptorReaderTests {
     }
 
     /// What is already there when a read returns less than a chunk is read into the same chunk (a pipe gave 64 KiB
-    /// a read, too few lines to decode on both cores), up to a full chunk. A socket of messages gives one message
-    /// a read, so the reads are known; everything is written before the first read starts the reading thread.
+    /// a read, too few lines to decode on both cores), up to a full chunk, while the reads are large. A socket of
+    /// messages gives one message a read, so the reads are known; everything is written before the first read
+    /// starts the reading thread.
     @Test func aChunkTakesWhatIsThereUpToItsSize() async throws {
         let (reader, writer) = try Self.messageReader(chunkBytes: 4096)
-        for (byte, count) in [("a", 1000), ("b", 500), ("c", 1000), ("d", 1596), ("e", 100)] {
+        for (byte, count) in [("a", 1000), ("b", 500), ("c", 1000), ("d", 1596), ("e", 300), ("f", 10), ("g", 300)] {
             try Self.send(writer, byte, count)
         }
         close(writer)
         #expect(
             await Self.chunk(reader) == Self.bytes("a", 1000) + Self.bytes("b", 500) + Self.bytes("c", 1000)
                 + Self.bytes("d", 1596))
-        // The end, met while filling this chunk, ends the input after it without another read.
-        #expect(await Self.chunk(reader) == Self.bytes("e", 100))
+        // A small read (under a sixteenth of a chunk: a writer that trickles) ends a chunk though more is there.
+        #expect(await Self.chunk(reader) == Self.bytes("e", 300) + Self.bytes("f", 10))
+        // The end, met while filling a chunk, ends the input after it without another read.
+        #expect(await Self.chunk(reader) == Self.bytes("g", 300))
         await Self.expectEnd(reader)
     }
 
