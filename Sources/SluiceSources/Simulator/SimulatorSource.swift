@@ -14,7 +14,7 @@ struct SimulatorSource: Source {
     /// generation, and each meeting leaves the cores idle for a while (a woken core starts 20 to 50 µs later here).
     /// Four batches at once: each core idle 12 to 14 % of the run instead of 16 to 23 % (`perf sched`), wall time
     /// 0.89 of one batch at once (11 alternating runs); eight gained nothing more.
-    static let unpacedReadings = 4 * EventBuffer.batchEvents
+    private static let unpacedReadings = 4 * EventBuffer.batchEvents
 
     /// If the pipeline held the simulator back for longer than this, it resumes at the rate instead of bursting.
     private static let maxDebtSecs = 1.0

@@ -22,7 +22,7 @@ struct SplitFleet: Sendable {
     private let bounds: [Int]
     /// The device of the next reading.
     private var nextDevice = 0
-    private let devices: Int
+    private var devices: Int { bounds[bounds.count - 1] }
 
     /// Batches smaller than this are generated on the calling thread: a hand-off costs a few microseconds.
     static let parallelBatch = 256
@@ -33,7 +33,6 @@ struct SplitFleet: Sendable {
         var fleet = Fleet(config, seed: seed)
         let devices = fleet.deviceCount
         let partCount = min(devices, Self.maxParts)
-        self.devices = devices
         let bounds = (0...partCount).map { $0 * devices / partCount }
         self.bounds = bounds
         // From the top down: each part splits off the devices above the next boundary.
