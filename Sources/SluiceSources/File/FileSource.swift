@@ -9,7 +9,7 @@ internal import Synchronization
 /// Follows the files `include` matches, like `tail -F` over many files, keeping where each one's finished lines
 /// end in a checkpoint file so that a restart (after a crash too) resumes there.
 ///
-/// One task polls: it reads every file with new bytes (512 KiB at a time, files renamed or deleted away first,
+/// One task polls: it reads every file with new bytes (1 MiB at a time, files renamed or deleted away first,
 /// to their end), then waits up to 100 ms; the globs are matched again every `glob_interval_ms`. Files are told
 /// apart by device and inode while open and by a fingerprint of their first line across rotations and restarts:
 /// a rename keeps the descriptor reading the old file to its end while the new one starts at 0, a copy-truncate
@@ -28,7 +28,7 @@ final class FileSource: Source {
     /// The checkpoints and what is finished, handed from `run` to `pipelineEnded`.
     private let keeper = Mutex<(FileCheckpointKeeper, finishedBefore: @Sendable () -> UInt64)?>(nil)
 
-    static let chunkBytes = 1 << 19
+    static let chunkBytes = 1 << 20
     private static let pollMillis: Int64 = 100
     private static let checkpointInterval = Duration.seconds(1)
 
@@ -139,6 +139,9 @@ struct Tailer {
     /// ``flushAll()``, up to the last whole line of each open file.
     private(set) var readThrough: [FileFingerprint: Int64]
     private var closedFigures: [String: FileFigures] = [:]
+    /// Where every read lands, reused (a new array for each read was zeroed and, at this size, mapped afresh), as
+    /// large as the largest read so far: a slowly growing log keeps a small one.
+    private var chunk: [UInt8] = []
     private var closedMultiline = (cuts: 0, joined: 0)
     /// Renames and truncations seen, over every file.
     private(set) var rotations = 0
@@ -318,9 +321,10 @@ struct Tailer {
             return true
         }
         guard size > files[index].offset else { return false }
-        var chunk = [UInt8](repeating: 0, count: min(FileSource.chunkBytes, Int(size - files[index].offset)))
+        let wanted = min(FileSource.chunkBytes, Int(size - files[index].offset))
+        if chunk.count < wanted { chunk = [UInt8](repeating: 0, count: wanted) }
         let count = chunk.withUnsafeMutableBytes {
-            pread(files[index].descriptor, $0.baseAddress, $0.count, off_t(files[index].offset))
+            pread(files[index].descriptor, $0.baseAddress, wanted, off_t(files[index].offset))
         }
         guard count > 0 else { return false }
         files[index].offset += Int64(count)
