@@ -15,7 +15,9 @@ func runFuzzerDriver(
     _ target: FuzzTarget
 ) -> CInt
 
-let targets: [String: FuzzTarget] = ["json": fuzzJSON, "config": fuzzConfig, "expression": fuzzExpression]
+let targets: [String: FuzzTarget] = [
+    "json": fuzzJSON, "config": fuzzConfig, "expression": fuzzExpression, "stream": fuzzStream,
+]
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2, let target = targets[arguments[1]] else {
