@@ -146,8 +146,5 @@ private func checkKey(_ locators: inout [FieldLocator], _ names: [String], _ eve
 
 /// The JSON text of what `body` gives, or `nil` where it throws.
 private func written(_ body: () throws(EvaluationError) -> JSONValue) -> String? {
-    guard let value = try? body() else { return nil }
-    var bytes: [UInt8] = []
-    JSONWriter.write(value, to: &bytes)
-    return String(decoding: bytes, as: UTF8.self)
+    (try? body()).map(JSONWriter.string)
 }
