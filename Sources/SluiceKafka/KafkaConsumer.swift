@@ -8,9 +8,15 @@ internal import Synchronization
 
 /// A member of a Kafka consumer group, on librdkafka's high-level consumer.
 ///
-/// Offsets are never committed on their own (`enable.auto.commit` is off): the owner commits what it has finished
-/// with ``commit(_:)``. ``poll(upTo:timeoutMillis:_:)`` blocks, so all of it runs on one thread of the owner's, never
-/// on Swift's cooperative pool; the rebalance handler runs inside `poll` on that thread.
+/// Only offsets the owner stored are committed: it stores what it has finished with ``store(_:)``, and librdkafka
+/// commits them on its timer (`auto.commit.interval.ms`), which waits while the group rebalances; ``commit(_:)``
+/// commits at once, for the rebalance handler and the last commit. A commit of the owner's own sent while the group
+/// rebalances can be answered "illegal generation", which librdkafka 2.0.2 takes for a lost assignment: it gives up
+/// every partition, and their next owners read everything since the last commit again
+/// (confluentinc/librdkafka#4059, fixed in 2.8.3).
+///
+/// ``poll(upTo:timeoutMillis:_:)`` blocks, so all of it runs on one thread of the owner's, never on Swift's
+/// cooperative pool; the rebalance and commit handlers run inside `poll` on that thread.
 public final class KafkaConsumer: @unchecked Sendable {
     // @unchecked: after init, every method is called from one thread at a time (the owner's poll thread, then the
     // one that closes); librdkafka's own threads reach only `callbacks.events`, whose closures are Sendable.
@@ -30,20 +36,35 @@ public final class KafkaConsumer: @unchecked Sendable {
         case revoked([KafkaPartition])
     }
 
-    /// Creates the consumer; `settings` must name `bootstrap.servers` and `group.id`. It connects in the
-    /// background and retries for ever; a broker that cannot be reached is reported through `events`.
-    public init(settings: KafkaSettings, events: KafkaClientEvents) throws(KafkaError) {
+    /// What a commit did: the offsets committed (the next message to read, per partition), and the error of those
+    /// that were not.
+    public struct CommitResult: Sendable {
+        public var committed: [KafkaPartition: Int64]
+        public var error: KafkaError?
+    }
+
+    /// Creates the consumer; `settings` must name `bootstrap.servers` and `group.id`. Stored offsets are committed
+    /// every `commitIntervalMillis`. It connects in the background and retries for ever; a broker that cannot be
+    /// reached is reported through `events`.
+    public init(settings: KafkaSettings, commitIntervalMillis: Int, events: KafkaClientEvents) throws(KafkaError) {
         var settings = settings
-        settings.entries.insert(
+        // After the user's: at-least-once rests on them.
+        settings.entries.append(
             contentsOf: [
-                (name: "enable.auto.commit", value: "false"), (name: "enable.auto.offset.store", value: "false"),
-            ], at: 0)
+                (name: "enable.auto.commit", value: "true"),
+                (name: "auto.commit.interval.ms", value: String(commitIntervalMillis)),
+                (name: "enable.auto.offset.store", value: "false"),
+            ])
         let conf = try settings.makeConf()
         callbacks = ConsumerCallbacks(events: events)
         KafkaClientEvents.install(on: conf, opaque: Unmanaged.passUnretained(callbacks).toOpaque())
         rd_kafka_conf_set_rebalance_cb(conf) { client, code, list, opaque in
             guard let client, let opaque else { return }
             Unmanaged<ConsumerCallbacks>.fromOpaque(opaque).takeUnretainedValue().rebalance(client, code, list)
+        }
+        rd_kafka_conf_set_offset_commit_cb(conf) { _, code, list, opaque in
+            guard let opaque else { return }
+            Unmanaged<ConsumerCallbacks>.fromOpaque(opaque).takeUnretainedValue().committed(code, list)
         }
         var message = [CChar](repeating: 0, count: 512)
         guard let handle = rd_kafka_new(RD_KAFKA_CONSUMER, conf, &message, message.count) else {
@@ -59,11 +80,14 @@ public final class KafkaConsumer: @unchecked Sendable {
         close()
     }
 
-    /// Joins the group for `topics`; `handler` is told of every change of the assignment, inside ``poll``.
+    /// Joins the group for `topics`; `handler` is told of every change of the assignment, and `onCommit` of every
+    /// commit's result (librdkafka's and ``commit(_:)``'s), inside ``poll``.
     public func subscribe(
-        _ topics: [String], onRebalance handler: @escaping (Rebalance) -> Void
+        _ topics: [String], onRebalance handler: @escaping (Rebalance) -> Void,
+        onCommit: @escaping (CommitResult) -> Void
     ) throws(KafkaError) {
         callbacks.handler = handler
+        callbacks.commitHandler = onCommit
         let list = makePartitionList(
             topics.map { (KafkaPartition(topic: $0, partition: sluice_rd_kafka_partition_ua), 0) })
         defer { rd_kafka_topic_partition_list_destroy(list) }
@@ -114,8 +138,17 @@ public final class KafkaConsumer: @unchecked Sendable {
         return name
     }
 
-    /// Commits, for each partition, the offset of the next message to read (the last finished one + 1); waits for
-    /// the broker's answer.
+    /// Stores, for each partition owned, the offset of the next message to read (the last finished one + 1), for
+    /// librdkafka's next commit; partitions no longer owned are left out.
+    public func store(_ offsets: [KafkaPartition: Int64]) {
+        guard !offsets.isEmpty else { return }
+        let list = makePartitionList(offsets.sorted { $0.key < $1.key })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        _ = rd_kafka_offsets_store(handle, list)
+    }
+
+    /// Commits, for each partition, the offset of the next message to read (the last finished one + 1), now; waits
+    /// for the broker's answer. Its result also goes to `onCommit`, at a later poll.
     public func commit(_ offsets: [KafkaPartition: Int64]) throws(KafkaError) {
         guard !offsets.isEmpty else { return }
         let list = makePartitionList(offsets.sorted { $0.key < $1.key })
@@ -181,6 +214,7 @@ public final class KafkaConsumer: @unchecked Sendable {
             rd_kafka_destroy(handle)
         }
         callbacks.handler = nil
+        callbacks.commitHandler = nil
     }
 
     /// librdkafka 2.3.0 (`rd_kafka_version()`'s encoding), which frees a member never assigned without aborting.
@@ -207,10 +241,11 @@ public struct KafkaMessage: ~Copyable {
 }
 
 private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
-    // @unchecked: `handler` is written by the poll thread (subscribe, close) and read in the rebalance callback, which
-    // librdkafka runs inside `poll` on that same thread; `assignedOnce` is written there and read by `close`, which
+    // @unchecked: `handler` and `commitHandler` are written by the poll thread (subscribe, close) and read in the
+    // rebalance and commit callbacks, which librdkafka runs inside `poll` on that same thread; `assignedOnce` is written there and read by `close`, which
     // the owner calls after its last poll.
     var handler: ((KafkaConsumer.Rebalance) -> Void)?
+    var commitHandler: ((KafkaConsumer.CommitResult) -> Void)?
     /// True once librdkafka gave this member an assignment (set in the rebalance callback, on the poll thread;
     /// read by `close`, after the last poll).
     var assignedOnce = false
@@ -246,6 +281,26 @@ private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
             handler?(.revoked(changed))
             rd_kafka_assign(client, nil)
         }
+    }
+
+    func committed(_ code: rd_kafka_resp_err_t, _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) {
+        // Nothing was stored since the last commit: nothing happened.
+        guard code != RD_KAFKA_RESP_ERR__NO_OFFSET, let commitHandler else { return }
+        var result = KafkaConsumer.CommitResult(
+            committed: [:], error: code == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(code: code))
+        if let list, let elements = list.pointee.elems {
+            for element in UnsafeBufferPointer(start: elements, count: Int(list.pointee.cnt)) {
+                guard element.offset >= 0 else { continue }
+                if element.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                    result.committed[
+                        KafkaPartition(topic: String(cString: element.topic), partition: element.partition)] =
+                        element.offset
+                } else if result.error == nil {
+                    result.error = KafkaError(code: element.err)
+                }
+            }
+        }
+        commitHandler(result)
     }
 
     private func report(_ error: OpaquePointer) {

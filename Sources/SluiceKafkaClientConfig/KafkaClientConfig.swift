@@ -11,8 +11,9 @@ public struct KafkaClientConfig: Sendable {
     public var librdkafkaOptions: [(name: String, value: String)] = []
 
     /// Reads `bootstrap_servers` and `librdkafka_options`; every setting is checked by librdkafka now, so that a
-    /// misspelt name or a bad value is a config error at its line, not a failure at start.
-    public init(reading options: ConfigMapping) {
+    /// misspelt name or a bad value is a config error at its line, not a failure at start. A setting named in
+    /// `reserved` (the client's own, with what to write instead) is an error too.
+    public init(reading options: ConfigMapping, reserved: [String: String] = [:]) {
         if let node = options.required("bootstrap_servers", note: "for example bootstrap_servers: localhost:9092"),
             let text = node.string()
         {
@@ -26,6 +27,10 @@ public struct KafkaClientConfig: Sendable {
         if let mapping = options.value("librdkafka_options")?.mapping() {
             for (key, keyMark, value) in mapping.allEntries(naming: { "'librdkafka_options.\($0)'" }) {
                 guard let text = value.string() else { continue }
+                if let instead = reserved[key] {
+                    options.log.error("'librdkafka_options.\(key)' is Sluice's own", at: keyMark, notes: [instead])
+                    continue
+                }
                 if let problem = KafkaSettings.problem(name: key, value: text) {
                     // librdkafka's message repeats the value, which may be a secret from the environment.
                     options.log.error(

@@ -43,6 +43,12 @@ public struct PendingPositions<Key: Hashable & Sendable, Position: Sendable>: Se
         return finished
     }
 
+    /// The latest `madeBefore` among the sends waiting with a position of a key `matches` picks; `nil` when none
+    /// waits: those keys' events are finished once ``SourceContext/finishedBefore`` passes it.
+    public func lastMadeBefore(where matches: (Key) -> Bool) -> UInt64? {
+        waiting.last { $0.positions.keys.contains(where: matches) }?.madeBefore
+    }
+
     /// Forgets the positions of the keys `isGone` picks (a Kafka partition given up to another consumer).
     public mutating func forget(where isGone: (Key) -> Bool) {
         for index in waiting.indices { waiting[index].positions = waiting[index].positions.filter { !isGone($0.key) } }

@@ -4,6 +4,10 @@ internal import SluiceKafkaClientConfig
 internal import SluiceSync
 internal import Synchronization
 
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
 /// Reads Kafka topics as a member of a consumer group, with at-least-once delivery.
 ///
 /// A thread of its own polls librdkafka (which blocks), decodes messages into batches of up to 1,000 events and
@@ -17,6 +21,9 @@ internal import Synchronization
 /// ``pauseAfterNanos``, the thread pauses every partition it owns and polls on (serving rebalances and the poll
 /// interval the group demands); it resumes when the task takes one. Not pausing at once matters: librdkafka drops
 /// what it fetched ahead of a partition when the partition is paused and fetches it again on resume.
+///
+/// When a rebalance takes partitions away, the thread waits (up to `drain_timeout_ms`, inside librdkafka's rebalance
+/// callback) until every event read from them is finished, then commits: their next owner reads none of them again.
 ///
 /// When a reload gives it new options, it stops fetching, waits (up to ``handOverWait``) until what it sent is
 /// finished, commits and leaves the group before the next instance joins it with the new options: that one goes
@@ -82,9 +89,15 @@ final class KafkaReader: Sendable {
         var pending = PendingPositions<KafkaPartition, Int64>()
         /// The partitions owned now; positions of others are not recorded or committed.
         var assigned: Set<KafkaPartition> = []
+        /// Batches from the hand-off the task has sent on.
+        var sends = 0
         /// Set by `close`: the pipeline has drained; the thread commits and leaves the group.
         var closing: CheckedContinuation<Void, Never>?
         var figures = JSONObject()
+
+        func owned(_ positions: [KafkaPartition: Int64]) -> [KafkaPartition: Int64] {
+            positions.filter { assigned.contains($0.key) }
+        }
     }
 
     init(config: KafkaSourceConfig, context: SourceContext) throws(KafkaError) {
@@ -103,7 +116,7 @@ final class KafkaReader: Sendable {
                 // With statistics on, librdkafka asks the brokers for each partition's end every second, paused
                 // ones included, so that the lag keeps growing in the metrics while the pipeline pushes back.
                 ("statistics.interval.ms", "1000"),
-            ]), events: errors.events)
+            ]), commitIntervalMillis: config.commitIntervalMillis, events: errors.events)
         let consumer = consumer
         let handOff = BatchHandOff<KafkaBatch>(capacity: 2) { consumer.wake() }
         self.handOff = handOff
@@ -118,12 +131,18 @@ final class KafkaReader: Sendable {
         try ServiceThread.start { [self] in serve() }
     }
 
-    /// Records that a batch's events were sent, so that its positions commit once they are finished.
+    /// Records that a batch from the hand-off was sent, so that its positions commit once its events are finished.
     func sent(_ positions: [KafkaPartition: Int64], madeBefore: UInt64) {
         shared.locked { shared in
-            let owned = positions.filter { shared.assigned.contains($0.key) }
-            shared.pending.record(owned, madeBefore: madeBefore)
+            shared.sends += 1
+            shared.pending.record(shared.owned(positions), madeBefore: madeBefore)
         }
+    }
+
+    /// Records positions whose messages made no event (every one invalid): finished once everything before is.
+    private func finishedUnsent(_ positions: [KafkaPartition: Int64]) {
+        let now = MonotonicClock.nanos()
+        shared.locked { $0.pending.record($0.owned(positions), madeBefore: now) }
     }
 
     /// Tells the thread that the pipeline drained; returns once it has committed and left the group.
@@ -139,14 +158,18 @@ final class KafkaReader: Sendable {
     private func serve() {
         let loop = PollLoop(reader: self)
         do {
-            try consumer.subscribe(config.topics) { change in loop.rebalance(change) }
+            try consumer.subscribe(config.topics) { change in
+                loop.rebalance(change)
+            } onCommit: { result in
+                loop.committed(result)
+            }
         } catch {
             errors.report("cannot subscribe to \(config.topics.joined(separator: ", ")): \(error)", fatal: true)
         }
         while !context.stop.isStopped {
             loop.adjustPause()
             loop.readBatch()
-            loop.commitIfDue()
+            loop.storeFinished()
         }
         // Stopping: nothing more is fetched; what was sent drains, and the group membership stays alive (and
         // commits go on) until the pipeline has drained.
@@ -157,16 +180,19 @@ final class KafkaReader: Sendable {
             // A message that still comes is not read: its offset is never committed, so it is read again.
             consumer.poll(upTo: 1, timeoutMillis: 100) { _ in }
             if loop.assignmentChanged { loop.pauseAll() }
-            loop.commitIfDue()
+            loop.storeFinished()
             closing = shared.locked { $0.closing }
         }
         // After the drain every event sent is finished, unless a component failed or a delivery did. A commit
         // refused during a rebalance is tried again (for up to 3 s) while polling serves the rebalance.
         var attempts = 0
-        while !loop.commitFinished(finishedBefore: context.finishedBefore()), attempts < 30 {
+        loop.storeFinished()
+        while !loop.commitFinished(), attempts < 30 {
             consumer.poll(upTo: 1, timeoutMillis: 100) { _ in }
             attempts += 1
         }
+        // Serves the commit's report (commits_total).
+        consumer.poll(upTo: 1, timeoutMillis: 0) { _ in }
         // The final report keeps the partitions as they were at the end, not as leaving the group empties them.
         loop.publish()
         loop.leaving = true
@@ -186,19 +212,22 @@ final class KafkaReader: Sendable {
         /// How many times the pipeline's backpressure paused the partitions.
         var pauses = 0
         var assignmentChanged = false
-        /// Per partition: the offset after the last message read, the last committed, and finished but not yet
-        /// committed (a commit that failed is tried again).
+        /// Per partition: the offset after the last message read, after the last finished one (stored for
+        /// librdkafka's commits), and the last committed.
         var readThrough: [KafkaPartition: Int64] = [:]
+        var finished: [KafkaPartition: Int64] = [:]
         var committed: [KafkaPartition: Int64] = [:]
-        var uncommitted: [KafkaPartition: Int64] = [:]
         var rebalances = 0
         var commits = 0
-        var nextCommitNanos: UInt64
+        /// Batches put into the hand-off.
+        var handedOff = 0
+        /// True while a rebalance waits for the events of the partitions it takes away.
+        var draining = false
+        var drainTimeouts = 0
         var nextPublishNanos: UInt64 = 0
 
         init(reader: KafkaReader) {
             self.reader = reader
-            nextCommitNanos = MonotonicClock.nanos() + UInt64(reader.config.commitIntervalMillis) * 1_000_000
         }
 
         /// Waits a while for room when the task has two batches waiting, then pauses every owned partition; resumes
@@ -278,8 +307,9 @@ final class KafkaReader: Sendable {
             reader.context.metrics.recordDiscarded(discards)
             if batch.events.isEmpty {
                 // Every message was bad: nothing to send, and their offsets are finished now.
-                reader.sent(batch.positions, madeBefore: MonotonicClock.nanos())
+                reader.finishedUnsent(batch.positions)
             } else {
+                handedOff += 1
                 reader.handOff.put(batch)
             }
         }
@@ -300,39 +330,50 @@ final class KafkaReader: Sendable {
             }
         }
 
-        func commitIfDue() {
-            let now = MonotonicClock.nanos()
-            if now >= nextCommitNanos {
-                commitFinished(finishedBefore: reader.context.finishedBefore())
-                nextCommitNanos = now + UInt64(reader.config.commitIntervalMillis) * 1_000_000
+        /// Stores the offsets whose events are all finished, for librdkafka's next commit (every
+        /// `commit_interval_ms`, unless the group rebalances); publishes the figures once a second.
+        func storeFinished() {
+            let newly = reader.shared.locked { shared in
+                shared.pending.takeFinished(before: reader.context.finishedBefore()).filter {
+                    shared.assigned.contains($0.key)
+                }
             }
+            if !newly.isEmpty {
+                finished.merge(newly) { max($0, $1) }
+                consumer.store(newly)
+            }
+            let now = MonotonicClock.nanos()
             if now >= nextPublishNanos {
                 publish()
                 nextPublishNanos = now + 1_000_000_000
             }
         }
 
-        /// Commits, per owned partition, the offset after the last message whose events are all finished; false
-        /// when the broker refused (what was refused is tried again next time).
+        /// Commits now what is finished and not yet committed, of `partitions` (all when `nil`); false when the
+        /// broker refused.
         @discardableResult
-        func commitFinished(finishedBefore: UInt64) -> Bool {
-            let finished = reader.shared.locked { shared in
-                shared.pending.takeFinished(before: finishedBefore).filter { shared.assigned.contains($0.key) }
-            }
-            uncommitted.merge(finished) { max($0, $1) }
-            let changed = uncommitted.filter { committed[$0.key] != $0.value }
-            uncommitted = [:]
+        func commitFinished(of partitions: Set<KafkaPartition>? = nil) -> Bool {
+            let changed = finished.filter { committed[$0.key] != $0.value && partitions?.contains($0.key) ?? true }
             guard !changed.isEmpty else { return true }
             do {
                 try consumer.commit(changed)
                 committed.merge(changed) { $1 }
-                commits += 1
                 return true
             } catch {
-                uncommitted = changed
-                reader.errors.report("commit failed (tried again): \(error)")
+                reader.errors.report("commit failed: \(error)")
                 return false
             }
+        }
+
+        /// A commit's result, librdkafka's own or ours.
+        func committed(_ result: KafkaConsumer.CommitResult) {
+            if !result.committed.isEmpty {
+                commits += 1
+                let owned = reader.shared.locked { $0.assigned }
+                committed.merge(result.committed.filter { owned.contains($0.key) }) { max($0, $1) }
+            }
+            // librdkafka commits what is stored and not yet committed again at its next turn.
+            if let error = result.error { reader.errors.report("commit failed (tried again): \(error)") }
         }
 
         func rebalance(_ change: KafkaConsumer.Rebalance) {
@@ -343,9 +384,14 @@ final class KafkaReader: Sendable {
                 assignmentChanged = true
             case .revoked(let partitions):
                 // What is finished of them is committed before they go to another member; what is still in
-                // flight will be read again there (at least once).
-                commitFinished(finishedBefore: reader.context.finishedBefore())
+                // flight after the drain will be read again there (at least once). Leaving, the pipeline has
+                // drained already.
                 let gone = Set(partitions)
+                if !leaving {
+                    drain(gone)
+                    storeFinished()
+                    commitFinished(of: gone)
+                }
                 reader.shared.locked { shared in
                     shared.assigned.subtract(gone)
                     shared.pending.forget { gone.contains($0) }
@@ -353,11 +399,40 @@ final class KafkaReader: Sendable {
                 guard !leaving else { return }
                 for partition in gone {
                     readThrough[partition] = nil
+                    finished[partition] = nil
                     committed[partition] = nil
-                    uncommitted[partition] = nil
                 }
             }
             publish()
+        }
+
+        /// Waits, up to `drain_timeout_ms`, for the events read from `partitions` to be finished: the batches in
+        /// the hand-off sent on, and the last send holding any of them finished. Runs inside the rebalance
+        /// callback, so nothing is read meanwhile; the pipeline goes on draining.
+        private func drain(_ partitions: Set<KafkaPartition>) {
+            let timeout = UInt64(reader.config.drainTimeoutMillis) * 1_000_000
+            guard timeout > 0 else { return }
+            let deadline = MonotonicClock.nanos() + timeout
+            draining = true
+            publish()
+            defer { draining = false }
+            while true {
+                let handedOff = handedOff
+                let (allSent, last) = reader.shared.locked { shared in
+                    (shared.sends == handedOff, shared.pending.lastMadeBefore(where: partitions.contains))
+                }
+                if allSent, last.map({ $0 < reader.context.finishedBefore() }) ?? true { return }
+                guard MonotonicClock.nanos() < deadline else {
+                    drainTimeouts += 1
+                    reader.context.log.warning(
+                        "\(reader.context.id): \(partitions.count) partition(s) given up in a rebalance with events "
+                            + "still unfinished after drain_timeout_ms (\(reader.config.drainTimeoutMillis)): their "
+                            + "next owner reads those again")
+                    return
+                }
+                // A rebalance is rare and the wait short: a check every 2 ms costs nothing worth a signal.
+                usleep(2_000)
+            }
         }
 
         /// Writes the figures the metrics report: per partition and in total.
@@ -382,6 +457,7 @@ final class KafkaReader: Sendable {
                 "consumer_lag": .int(totalLag), "partitions_assigned": .int(Int64(assigned.count)),
                 "rebalances_total": .int(Int64(rebalances)), "commits_total": .int(Int64(commits)),
                 "paused": .bool(paused), "pauses_total": .int(Int64(pauses)),
+                "draining": .bool(draining), "drain_timeouts_total": .int(Int64(drainTimeouts)),
                 "last_error": reader.errors.lastError.map { .string($0) } ?? .null,
                 "partitions": .object(partitions),
             ]

@@ -10,6 +10,7 @@ public import SluiceKafkaClientConfig
 ///   topics: [sensor-readings]
 ///   group_id: sluice-sensors
 ///   auto_offset_reset: earliest
+///   drain_timeout_ms: 5000
 ///   metadata: {key: _key, partition: _partition, offset: _offset}
 /// ```
 public struct KafkaSourceConfig: SourceConfig {
@@ -39,10 +40,23 @@ public struct KafkaSourceConfig: SourceConfig {
     public var autoOffsetReset = OffsetReset.latest
     public var decoding = EventDecoding.json
     public var commitIntervalMillis = 1_000
+    /// How long a rebalance that takes partitions away waits for the events read from them to be finished, so
+    /// that the commit before they go covers them all; 0 gives them up at once (what is in flight is read again
+    /// by their next owner). Below the group's session timeout.
+    public var drainTimeoutMillis: Int
     public var metadata = Metadata()
 
+    /// librdkafka's default `session.timeout.ms` (2.0.2).
+    static let defaultSessionTimeoutMillis = 45_000
+
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
-        client = KafkaClientConfig(reading: options)
+        // At-least-once rests on these: librdkafka commits only offsets whose events are finished.
+        let commits = "the source commits offsets only of finished events; commit_interval_ms says how often"
+        client = KafkaClientConfig(
+            reading: options,
+            reserved: [
+                "enable.auto.commit": commits, "enable.auto.offset.store": commits, "auto.commit.interval.ms": commits,
+            ])
         if let node = options.required("topics", note: "for example topics: [sensor-readings]") {
             topics = node.stringList()?.map(\.0) ?? []
             if topics.isEmpty { options.log.error("'topics' needs at least one topic", at: node.mark) }
@@ -56,6 +70,22 @@ public struct KafkaSourceConfig: SourceConfig {
         if let value = options.value("auto_offset_reset")?.choice(OffsetReset.self) { autoOffsetReset = value }
         if let value = options.value("decoding")?.choice(EventDecoding.self) { decoding = value }
         if let value = options.value("commit_interval_ms")?.int(in: 10...3_600_000) { commitIntervalMillis = value }
+        // The group waits a limited time for a member to finish its part of a rebalance (librdkafka's mock cluster
+        // times each step by the session timeout); a member put out of the group meanwhile would undo the drain.
+        // Vector bounds its `drain_timeout_ms` the same way.
+        let session =
+            client.librdkafkaOptions.last { $0.name == "session.timeout.ms" }.flatMap { Int($0.value) }
+            ?? Self.defaultSessionTimeoutMillis
+        drainTimeoutMillis = min(5_000, session / 2)
+        if let node = options.value("drain_timeout_ms"), let value = node.int(in: 0...3_600_000) {
+            if value < session {
+                drainTimeoutMillis = value
+            } else {
+                options.log.error(
+                    "'drain_timeout_ms' (\(value)) must be below the session timeout (\(session) ms)", at: node.mark,
+                    notes: ["a member still draining when the session times out is put out of the group"])
+            }
+        }
         if let fields = options.value("metadata")?.mapping() {
             func path(_ key: String) -> EventPath? {
                 guard let node = fields.value(key), let text = node.string() else { return nil }
