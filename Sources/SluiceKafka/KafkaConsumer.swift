@@ -157,6 +157,16 @@ public final class KafkaConsumer: @unchecked Sendable {
         guard code == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(code: code) }
     }
 
+    /// The group's committed offset of each of `partitions` that has one, asked of the broker (waiting up to
+    /// `timeoutMillis`): where reading a partition just assigned starts.
+    public func committedOffsets(_ partitions: [KafkaPartition], timeoutMillis: Int32) -> [KafkaPartition: Int64] {
+        guard !partitions.isEmpty else { return [:] }
+        let list = makePartitionList(partitions.map { ($0, sluice_rd_kafka_offset_invalid) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        guard rd_kafka_committed(handle, list, timeoutMillis) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [:] }
+        return Dictionary(uniqueKeysWithValues: SluiceKafka.partitions(in: list).filter { $0.1 >= 0 })
+    }
+
     /// The partitions this member owns now.
     public func assignment() -> [KafkaPartition] {
         var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?

@@ -353,7 +353,11 @@ struct KafkaEndToEndTests {
         let peer = try KafkaPeer()
         defer { peer.stop() }
         try peer.ask("produce \(topic) \(count) 100")
-        // Fetches of at most 8 KB a partition interleave the partitions in what is in flight.
+        // What is in flight when the pipeline is full (the sink's buffer of 12,000, two batches of 1,000 in the
+        // hand-off, what stdout's pipe holds) is more than three of the four partitions hold (about 5,000 each):
+        // every partition has events in flight, whichever two the visitor takes. With 2,000 and fetches interleaved
+        // (`max.partition.fetch.bytes`), one run in about twenty had read nothing of those two before the pipeline
+        // filled, and so had nothing of them to read twice.
         let pipeline = try TemporaryPipeline(
             """
             sources:
@@ -368,9 +372,8 @@ struct KafkaEndToEndTests {
                 librdkafka_options:
                   session.timeout.ms: "6000"
                   heartbeat.interval.ms: "500"
-                  max.partition.fetch.bytes: "8192"
             sinks:
-              out: {type: stdout, inputs: [in], buffer: {max_events: 2000}}
+              out: {type: stdout, inputs: [in], buffer: {max_events: 12000}}
             metrics: {interval_secs: 0.2, to: "$METRICS", format: json}
             """)
         defer { pipeline.remove() }
@@ -412,8 +415,13 @@ struct KafkaEndToEndTests {
         let source = try #require(try pipeline.finalComponent("in"))
         #expect(source.balances)
         if drains {
-            #expect(duplicates == 0, "\(Self.state(of: pipeline, child))")
             #expect(source.int("drain_timeouts_total") == 0)
+            // librdkafka's mock cluster refuses commits while any member rejoins the group ("rebalance in
+            // progress"), where Kafka takes them with the current generation (its GroupCoordinator allows commits
+            // while preparing a rebalance): in about one run in ten here a member rejoined while the source
+            // drained, the commit after the drain was refused, and what it had drained was read again.
+            let refused = child.errorText.contains("commit failed: Broker: Group rebalance in progress")
+            #expect(duplicates == 0 || refused, "\(Self.state(of: pipeline, child))")
         } else {
             #expect(duplicates > 0, "what was in flight when the partitions went is read again")
         }

@@ -217,6 +217,8 @@ final class KafkaReader: Sendable {
         var readThrough: [KafkaPartition: Int64] = [:]
         var finished: [KafkaPartition: Int64] = [:]
         var committed: [KafkaPartition: Int64] = [:]
+        /// Partitions assigned whose committed offset was asked of the broker since.
+        var committedAsked: Set<KafkaPartition> = []
         var rebalances = 0
         var commits = 0
         /// Batches put into the hand-off.
@@ -333,10 +335,9 @@ final class KafkaReader: Sendable {
         /// Stores the offsets whose events are all finished, for librdkafka's next commit (every
         /// `commit_interval_ms`, unless the group rebalances); publishes the figures once a second.
         func storeFinished() {
+            let finishedBefore = reader.context.finishedBefore()
             let newly = reader.shared.locked { shared in
-                shared.pending.takeFinished(before: reader.context.finishedBefore()).filter {
-                    shared.assigned.contains($0.key)
-                }
+                shared.pending.takeFinished(before: finishedBefore).filter { shared.assigned.contains($0.key) }
             }
             if !newly.isEmpty {
                 finished.merge(newly) { max($0, $1) }
@@ -344,9 +345,22 @@ final class KafkaReader: Sendable {
             }
             let now = MonotonicClock.nanos()
             if now >= nextPublishNanos {
+                askCommittedOffsets()
                 publish()
                 nextPublishNanos = now + 1_000_000_000
             }
+        }
+
+        /// Asks the broker for the committed offsets of the partitions assigned since the last ask, of which
+        /// nothing was read yet: the lag of a partition given back with nothing new to read would otherwise count
+        /// from where `auto_offset_reset` starts.
+        private func askCommittedOffsets() {
+            let unknown = reader.shared.locked { $0.assigned }.filter {
+                readThrough[$0] == nil && committed[$0] == nil && !committedAsked.contains($0)
+            }
+            guard !unknown.isEmpty else { return }
+            committedAsked.formUnion(unknown)
+            committed.merge(consumer.committedOffsets(Array(unknown), timeoutMillis: 1_000)) { max($0, $1) }
         }
 
         /// Commits now what is finished and not yet committed, of `partitions` (all when `nil`); false when the
@@ -401,6 +415,7 @@ final class KafkaReader: Sendable {
                     readThrough[partition] = nil
                     finished[partition] = nil
                     committed[partition] = nil
+                    committedAsked.remove(partition)
                 }
             }
             publish()
