@@ -70,9 +70,9 @@ public struct KafkaSourceConfig: SourceConfig {
         if let value = options.value("auto_offset_reset")?.choice(OffsetReset.self) { autoOffsetReset = value }
         if let value = options.value("decoding")?.choice(EventDecoding.self) { decoding = value }
         if let value = options.value("commit_interval_ms")?.int(in: 10...3_600_000) { commitIntervalMillis = value }
-        // The group waits a limited time for a member to finish its part of a rebalance (librdkafka's mock cluster
-        // times each step by the session timeout); a member put out of the group meanwhile would undo the drain.
-        // Vector bounds its `drain_timeout_ms` the same way.
+        // The group goes on without a member that has not rejoined within a limit (librdkafka's mock cluster: the
+        // session timeout less a second; Kafka: the rebalance timeout, max.poll.interval.ms), and then refuses its
+        // commit. Vector bounds its `drain_timeout_ms` by the session timeout too.
         let session =
             client.librdkafkaOptions.last { $0.name == "session.timeout.ms" }.flatMap { Int($0.value) }
             ?? Self.defaultSessionTimeoutMillis
@@ -83,7 +83,7 @@ public struct KafkaSourceConfig: SourceConfig {
             } else {
                 options.log.error(
                     "'drain_timeout_ms' (\(value)) must be below the session timeout (\(session) ms)", at: node.mark,
-                    notes: ["a member still draining when the session times out is put out of the group"])
+                    notes: ["the group goes on without a member that drains too long, and refuses its commit"])
             }
         }
         if let fields = options.value("metadata")?.mapping() {
