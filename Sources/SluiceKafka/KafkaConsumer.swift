@@ -252,8 +252,8 @@ public struct KafkaMessage: ~Copyable {
 
 private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
     // @unchecked: `handler` and `commitHandler` are written by the poll thread (subscribe, close) and read in the
-    // rebalance and commit callbacks, which librdkafka runs inside `poll` on that same thread; `assignedOnce` is written there and read by `close`, which
-    // the owner calls after its last poll.
+    // rebalance and commit callbacks, which librdkafka runs inside `poll` on that same thread; `assignedOnce` is
+    // written there and read by `close`, which the owner calls after its last poll.
     var handler: ((KafkaConsumer.Rebalance) -> Void)?
     var commitHandler: ((KafkaConsumer.CommitResult) -> Void)?
     /// True once librdkafka gave this member an assignment (set in the rebalance callback, on the poll thread;

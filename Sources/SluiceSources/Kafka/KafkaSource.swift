@@ -170,6 +170,7 @@ final class KafkaReader: Sendable {
             loop.adjustPause()
             loop.readBatch()
             loop.storeFinished()
+            loop.publishIfDue()
         }
         // Stopping: nothing more is fetched; what was sent drains, and the group membership stays alive (and
         // commits go on) until the pipeline has drained.
@@ -181,6 +182,7 @@ final class KafkaReader: Sendable {
             consumer.poll(upTo: 1, timeoutMillis: 100) { _ in }
             if loop.assignmentChanged { loop.pauseAll() }
             loop.storeFinished()
+            loop.publishIfDue()
             closing = shared.locked { $0.closing }
         }
         // After the drain every event sent is finished, unless a component failed or a delivery did. A commit
@@ -333,22 +335,23 @@ final class KafkaReader: Sendable {
         }
 
         /// Stores the offsets whose events are all finished, for librdkafka's next commit (every
-        /// `commit_interval_ms`, unless the group rebalances); publishes the figures once a second.
+        /// `commit_interval_ms`, unless the group rebalances).
         func storeFinished() {
             let finishedBefore = reader.context.finishedBefore()
-            let newly = reader.shared.locked { shared in
-                shared.pending.takeFinished(before: finishedBefore).filter { shared.assigned.contains($0.key) }
-            }
-            if !newly.isEmpty {
-                finished.merge(newly) { max($0, $1) }
-                consumer.store(newly)
-            }
+            let newly = reader.shared.locked { $0.owned($0.pending.takeFinished(before: finishedBefore)) }
+            guard !newly.isEmpty else { return }
+            finished.merge(newly) { max($0, $1) }
+            consumer.store(newly)
+        }
+
+        /// Publishes the figures once a second, from the poll loop (never inside a rebalance callback: asking the
+        /// broker for committed offsets waits for its answer).
+        func publishIfDue() {
             let now = MonotonicClock.nanos()
-            if now >= nextPublishNanos {
-                askCommittedOffsets()
-                publish()
-                nextPublishNanos = now + 1_000_000_000
-            }
+            guard now >= nextPublishNanos else { return }
+            askCommittedOffsets()
+            publish()
+            nextPublishNanos = now + 1_000_000_000
         }
 
         /// Asks the broker for the committed offsets of the partitions assigned since the last ask, of which
