@@ -1,5 +1,6 @@
 import Foundation
 import SluiceCore
+import SluiceTesting
 import Testing
 
 #if canImport(Glibc)
@@ -273,6 +274,57 @@ struct AggregateEndToEndTests {
                     """,
                 reference: ["window": "session", "gap": 5_000]),
             input: input, functions: functions)
+    }
+
+    /// Random streams (seeded, `aggregate_reference.py generate`): out of order by up to 15 s, with gaps, nulls and
+    /// missing values, through every window type with sizes and lateness drawn from the seed, and every function.
+    /// What comes out, in its order, and what is late agree with the reference: the cases above are single streams
+    /// of evenly spaced readings, where ties between windows and far disorder are rare.
+    @Test(arguments: 0..<30) func randomStreamsAgreeWithTheReference(seed: Int) throws {
+        var random = SplitMix64(seed: UInt64(seed))
+        let lateness = [0, 500, 1000, 2000, 5000].randomElement(using: &random)!
+        let window: String
+        let reference: [String: Any]
+        switch seed % 3 {
+        case 0:
+            let size = [1, 2, 5, 10].randomElement(using: &random)!
+            window = "{type: tumbling, size_secs: \(size)}"
+            reference = ["window": "tumbling", "size": size * 1000]
+        case 1:
+            let hop = [1, 2].randomElement(using: &random)!
+            let size = hop * [2, 3, 5].randomElement(using: &random)!
+            window = "{type: hopping, size_secs: \(size), hop_secs: \(hop)}"
+            reference = ["window": "hopping", "size": size * 1000, "hop": hop * 1000]
+        default:
+            let gap = [1, 2, 5].randomElement(using: &random)!
+            window = "{type: session, gap_secs: \(gap)}"
+            reference = ["window": "session", "gap": gap * 1000]
+        }
+        let input = try Self.python(["generate", "--seed", String(seed), "--count", "300"], input: "")
+        // Every function of the one field the stream has, and a count of the events: for the pipeline, and in the
+        // reference's form.
+        let calls: [(name: String, function: String, parameter: Int?)] = [
+            ("with_temp", "count", nil), ("total", "sum", nil), ("mean", "avg", nil), ("low", "min", nil),
+            ("high", "max", nil), ("earliest", "first", nil), ("latest", "last", nil), ("median", "percentile", 50),
+            ("spread", "stddev", nil), ("kinds", "distinct_count", nil), ("some", "collect", 3),
+        ]
+        let functions: [[Any]] =
+            [["n", "count", "", 0]] + calls.map { [$0.name, $0.function, "temperature", $0.parameter ?? 0] }
+        let aggregations =
+            (["n: count()"]
+            + calls.map { "\($0.name): '\($0.function)(.temperature\($0.parameter.map { ", \($0)" } ?? ""))'" })
+            .joined(separator: "\n")
+        let testCase = Case(
+            window: window, time: "{field: .ts, allowed_lateness_secs: \(Double(lateness) / 1000)}",
+            aggregations: aggregations, reference: reference)
+        let pipeline = try TemporaryPipeline(Self.pipeline(testCase))
+        defer { pipeline.remove() }
+        let result = try SluiceProcess.run(["run", pipeline.path], stdin: input)
+        #expect(result.status == 0, "\(result.errors)")
+        let config = try Self.referenceConfig(reference, lateness: lateness, functions: functions)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let expected = try Self.python(["compute", "--config", config], input: input)
+        try Self.compare(result.output, expected, try pipeline.reports().last, functions)
     }
 
     /// Feeds `first`, waits for `condition` on what has come out (bounded), then feeds `rest` (or sends SIGTERM).

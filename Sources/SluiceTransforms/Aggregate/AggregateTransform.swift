@@ -412,8 +412,15 @@ struct AggregateTransform: Transform {
         }
         let state: Int32
         if let first = touching.first {
-            state = list[first]
-            for index in touching.dropFirst().reversed() {
+            // Of the sessions the event joins, the one that opened first takes in the others, so that its entry in
+            // the session heap (by end, then opening) stays right: its end only grows. They are neighbours in the
+            // list, so it ends up where the earliest was.
+            var taker = list[first]
+            for index in touching where states.opened[Int(list[index])] < states.opened[Int(taker)] {
+                taker = list[index]
+            }
+            state = taker
+            for index in touching.reversed() where list[index] != state {
                 states.merge(list[index], into: state, collectLimits: collectLimits)
                 release(list[index])
                 list.remove(at: index)
@@ -429,7 +436,7 @@ struct AggregateTransform: Transform {
             let position = list.firstIndex { states.start[Int($0)] > eventTime } ?? list.count
             list.insert(state, at: position)
             open += 1
-            sessionHeap.push(end: eventTime + gap, order: groups.firstSeen[Int(group)], state: state, states)
+            sessionHeap.push(state, states)
         }
         groups.states[Int(group)] = list
         states.fold(state, readings, values, time: eventTime, ingestNanos: ingestNanos)
@@ -537,8 +544,8 @@ struct AggregateTransform: Transform {
     }
 }
 
-/// A min-heap of open sessions by end, then by their group's first-seen number: one entry per session, pushed when
-/// it opens. A session that grew since is pushed again with its new end when its entry comes up; one that was
+/// A min-heap of open sessions by end, then by the order they opened in: one entry per session, pushed when it
+/// opens. A session that grew since is pushed again with its new end when its entry comes up; one that was
 /// merged into another or emitted is dropped then (its state's generation tells it from a later session that took
 /// over the same state number). So the heap holds about one entry per open session.
 struct SessionHeap: Sendable {
@@ -567,9 +574,11 @@ struct SessionHeap: Sendable {
         }
     }
 
-    /// Adds the session `state` of `states`, ending at `end`, whose group was seen `order`th.
-    mutating func push(end: Int64, order: Int, state: Int32, _ states: WindowStates) {
-        push(Entry(end: end, order: order, state: state, generation: states.generation[Int(state)]))
+    /// Adds the session `state` of `states`, just opened.
+    mutating func push(_ state: Int32, _ states: WindowStates) {
+        let slot = Int(state)
+        push(
+            Entry(end: states.end[slot], order: states.opened[slot], state: state, generation: states.generation[slot]))
     }
 
     private mutating func push(_ entry: Entry) {

@@ -24,13 +24,10 @@ struct Groups: Sendable {
     /// The window end and the state of the group's last event: most events go where the one before them went.
     var lastEnd: [Int64] = []
     var lastState: [Int32] = []
-    /// When the group was first seen (counting every group), to order sessions ending together.
-    private(set) var firstSeen: [Int] = []
     /// The group's open states: its sessions, sorted by start, or its windows' states in the order they opened
     /// (a group has one open window but for a moment after a window ends, or with hopping windows a few).
     var states: [[Int32]] = []
     private var free: [Int32] = []
-    private var seen = 0
     /// The round of closing in which the group went idle, or -1 while it has an open state (or is free).
     private var idleRound: [Int] = []
     /// Groups in the order they went idle, with the round; an entry whose group has been used since is stale.
@@ -60,7 +57,6 @@ struct Groups: Sendable {
             values.replaceSubrange((index * width)..<(index * width + width), with: groupValues)
             openStates[index] = 0
             lastEnd[index] = .min
-            firstSeen[index] = seen
             idleRound[index] = -1
             states[index].removeAll(keepingCapacity: true)
         } else {
@@ -70,11 +66,9 @@ struct Groups: Sendable {
             openStates.append(0)
             lastEnd.append(.min)
             lastState.append(-1)
-            firstSeen.append(seen)
             idleRound.append(-1)
             states.append([])
         }
-        seen += 1
         table.insert(Int(group), hash: key.hash)
         return group
     }

@@ -29,6 +29,10 @@ struct WindowStates: Sendable {
     /// How many times the index was opened, so that a session-heap entry for an earlier state of the same number
     /// is known to be stale.
     private(set) var generation: [UInt32] = []
+    /// When the state was opened, counting every state opened: sessions that end together are emitted in the
+    /// order they began (of sessions joined together, the first opened takes in the others).
+    private(set) var opened: [Int] = []
+    private var openings = 0
     /// The earliest ingest time among the events folded (`UInt64.max` for a free index): the emitted event carries
     /// it, so that they stay held until it is written.
     private(set) var firstIngestNanos: [UInt64] = []
@@ -71,6 +75,8 @@ struct WindowStates: Sendable {
             lastTime.append(start)
             closed.append(false)
             generation.append(0)
+            opened.append(openings)
+            openings += 1
             firstIngestNanos.append(.max)
             counts.append(contentsOf: repeatElement(0, count: layout.counts))
             sums.append(contentsOf: repeatElement(CompensatedSum(), count: layout.sums))
@@ -89,6 +95,8 @@ struct WindowStates: Sendable {
         lastTime[index] = start
         closed[index] = false
         generation[index] &+= 1
+        opened[index] = openings
+        openings += 1
         firstIngestNanos[index] = .max
         for slot in Self.range(index, layout.counts) { counts[slot] = 0 }
         for slot in Self.range(index, layout.sums) { sums[slot] = CompensatedSum() }

@@ -7,6 +7,11 @@
         inserts N copies of early readings far after their time (late beyond any lateness), deterministically; with
         --keep-mod, keeps only the readings whose seq % M < B (gaps, for sessions).
 
+    aggregate_reference.py generate --seed S --count N > input.jsonl
+        N random events (seeded) of one to four devices: times that mostly advance by up to 7 s, now and then jump
+        by up to 40 s, and two in five lag behind by up to 3 or 15 s (far out of order); temperatures that are
+        integers, decimals, null or missing.
+
     aggregate_reference.py compute --config CONFIG.json < input.jsonl > expected.jsonl
         Computes what the aggregate should emit for the input in arrival order. A line {"__flush__": true} stands for
         the moment the test let the input go idle (every open window is emitted, as idle_flush does), and
@@ -18,16 +23,17 @@
 The semantics follow the README: event time from RFC 3339 text or epoch milliseconds; the watermark is the largest
 time seen minus the lateness, advanced event by event; a window [start, end) closes when the watermark reaches its
 end; an event whose windows have all closed is late; output in window-end order, groups in first-seen order within a
-window. Percentiles here are exact (the item at rank floor(q (n - 1))) and distinct counts exact; the tests allow
+window, and sessions ending together in the order they began. Percentiles here are exact (the item at rank floor(q (n - 1))) and distinct counts exact; the tests allow
 Sluice's sketches their stated error.
 """
 import argparse, datetime, json, math, random, sys
 
 parser = argparse.ArgumentParser()
-parser.add_argument("mode", choices=["prepare", "compute"])
+parser.add_argument("mode", choices=["prepare", "generate", "compute"])
 parser.add_argument("--seed", type=int, default=0)
 parser.add_argument("--stretch", type=int, default=1)
 parser.add_argument("--late", type=int, default=0)
+parser.add_argument("--count", type=int, default=300)
 parser.add_argument("--config")
 parser.add_argument("--keep-mod", type=int, default=0, help="with --keep-below: keep readings with seq % mod < below")
 parser.add_argument("--keep-below", type=int, default=0)
@@ -59,6 +65,24 @@ def prepare():
         early = lines[rng.randrange(len(lines) // 10)]
         lines.insert(len(lines) - rng.randrange(len(lines) // 10), early)
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+def generate():
+    rng = random.Random(args.seed)
+    t = 1_796_040_000_000 + rng.randrange(5000)
+    devices = ["a", "b", "c", "d"][: rng.randint(1, 4)]
+    for _ in range(args.count):
+        t += rng.choice([0, 0, 1, 10, 100, 300, 1000, 2500, 7000]) if rng.random() < 0.97 else rng.randint(8000, 40000)
+        lag = rng.choice([0, 0, 0, rng.randint(0, 3000), rng.randint(0, 15000)])
+        event = {"device": rng.choice(devices), "ts": t - lag}
+        kind = rng.random()
+        if kind < 0.6:
+            event["temperature"] = rng.randint(-50, 50)
+        elif kind < 0.85:
+            event["temperature"] = round(rng.uniform(-100, 100), rng.randint(0, 3))
+        elif kind < 0.93:
+            event["temperature"] = None
+        sys.stdout.write(json.dumps(event, separators=(",", ":")) + "\n")
 
 
 def parse_time(value):
@@ -138,7 +162,6 @@ def compute():
     time_field = config["time"]
     windows = {}  # (start, end) -> {group: State}
     sessions = {}  # group -> [State]
-    first_seen = {}
     emitted = []
     watermark = -(1 << 62)
     late = errors = 0
@@ -159,7 +182,8 @@ def compute():
             for group, states in sessions.items():
                 for state in states:
                     if state.end <= limit:
-                        closing.append((state.end, first_seen[group], state))
+                        # Sessions ending together, in the order they began: their first event's arrival.
+                        closing.append((state.end, min(item[1] for item in state.items), state))
             for group in list(sessions):
                 sessions[group] = [s for s in sessions[group] if s.end > limit]
                 if not sessions[group]:
@@ -208,7 +232,6 @@ def compute():
             if t + gap <= watermark:
                 late += 1
                 continue
-            first_seen.setdefault(group, len(first_seen))
             states = sessions.setdefault(group, [])
             touching = [s for s in states if s.start - gap <= t < s.end]
             if touching:
@@ -217,7 +240,7 @@ def compute():
                     target.merge(other)
                     states.remove(other)
             else:
-                target = State(group, t, t + gap, first_seen[group])
+                target = State(group, t, t + gap, arrival)
                 states.append(target)
             target.start = min(target.start, t)
             target.last_time = max(target.last_time, t)
@@ -250,5 +273,7 @@ def compute():
 
 if args.mode == "prepare":
     prepare()
+elif args.mode == "generate":
+    generate()
 else:
     compute()
