@@ -13,9 +13,6 @@ import Testing
 /// and a stop in the middle of a window.
 @Suite(.serialized, .blocking)
 struct AggregateEndToEndTests {
-    static let script = SluiceProcess.repository.appendingPathComponent(
-        "Tests/SluiceEndToEndTests/Peers/aggregate_reference.py")
-
     /// Seeded readings from the simulator: 20 devices, 20,000 readings, stretched to 100 a second of event time
     /// (the simulator's virtual clock gives 1,000), in order.
     static func readings() throws -> String {
@@ -42,23 +39,7 @@ struct AggregateEndToEndTests {
 
     /// Runs the reference script with `arguments` on `input`; returns its output.
     static func python(_ arguments: [String], input: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [script.path] + arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        let data = Data(input.utf8)
-        Thread.detachNewThread {
-            try? stdin.fileHandleForWriting.write(contentsOf: data)
-            try? stdin.fileHandleForWriting.close()
-        }
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: output, as: UTF8.self)
+        try ReferencePeer.run("aggregate_reference.py", arguments, input: input)
     }
 
     /// One test case: the pipeline's aggregate options and the reference's configuration of the same.
