@@ -84,6 +84,8 @@ struct ExpressionTests {
         ("max(1, \"a\")", "error: 'max' needs numbers, found a string"),
         // String functions
         ("length(.name)", "8"), ("length(.tags)", "3"), ("length(.location)", "2"), ("length(\"日本\")", "2"),
+        // Characters as a reader counts them: an accent written as its own code point, and a flag, are one.
+        ("length(\"e\\u0301\")", "1"), ("length(\"🇩🇪!\")", "2"),
         ("length(.nothing)", "null"), ("lower(.name)", #""sensor-a""#), ("upper(.name)", #""SENSOR-A""#),
         ("trim(.msg)", #""padded""#), ("contains(.name, \"sor\")", "true"), ("contains(.name, \"xyz\")", "false"),
         ("contains(.tags, \"c\")", "true"), ("starts_with(.name, \"Sen\")", "true"),
