@@ -256,7 +256,9 @@ extension JSONValue {
         return nil
     }
 
-    /// Asserts nothing is in flight: received = sent + every discard.
+    /// Asserts nothing is in flight, by the ledger every component keeps: received + created = sent + every
+    /// discard + folded (created and folded are 0 but for a component that folds events into events of its own,
+    /// an aggregate).
     var balances: Bool {
         guard let received = int("received_events_total"), let sent = int("sent_events_total"),
             case .object(let discards)? = self["discarded_events_total"]
@@ -265,7 +267,9 @@ extension JSONValue {
             if case .int(let n) = field.value { return total + Int(n) }
             return total
         }
-        return received == sent + dropped
+        let created = int("created_events_total") ?? 0
+        let folded = int("folded_events_total") ?? 0
+        return received + created == sent + dropped + folded
     }
 }
 
