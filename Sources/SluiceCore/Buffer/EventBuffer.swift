@@ -84,11 +84,13 @@ public final class EventBuffer: Sendable {
     // MARK: - Producer side
 
     /// Adds a batch; with `block`, suspends until all of it fits. Counts the batch as received by the owner and
-    /// anything the policy discards under its cause.
-    public func send(_ batch: [Event]) async {
+    /// anything the policy discards under its cause. Given with its ownership, the batch is the array's only owner
+    /// once queued, so that a consumer that changes it in place need not copy it first.
+    public func send(_ batch: consuming [Event]) async {
         guard !batch.isEmpty else { return }
         owner.recordReceived(batch.count)
         var remaining = batch[...]
+        batch = []
         var waits = 0
         while true {
             let whole = waits < Self.wholeBatchWaits

@@ -197,6 +197,24 @@ extension Event {
         return taken
     }
 
+    /// A copy of the event that shares no text with it, for another task to hold (a fan-out's other consumer,
+    /// another output of a route): its text is copied into a buffer from `spare`.
+    ///
+    /// Two tasks holding one text would be correct Swift: copy-on-write has the last holder append to it in place,
+    /// and a decoder fill it again, only once every other holder let go. But what orders those holders' reads
+    /// before that write is the reference count, which ThreadSanitizer cannot see, so the sanitized tests report
+    /// it as a race (Tests/Sanitizers/CopyOnWriteHandOff.swift) and could not tell a real one from it. A parsed
+    /// value is shared: the event holds it while a change copies it, so it is never written in place.
+    ///
+    /// `mutating` only so that the event is read where it is: lent to a method as `self`, Swift 6.3 copied it
+    /// (a retain and a release of its text, a cache line the holder of the original works on from the other core).
+    package mutating func copy(into spare: inout SpareTexts) -> Event {
+        guard !text.isEmpty else { return self }
+        var copied = spare.next()
+        text.withUnsafeBufferPointer { copied.append(contentsOf: $0) }
+        return Event(canonicalJSON: copied, topLevelKeys: topLevelKeys, isFlat: textIsFlat, ingestNanos: ingestNanos)
+    }
+
     /// Sets the top-level field `locator` names to `newValue` by appending it to the event's text, when the event
     /// holds object text without that field: what ``set(_:to:)`` does for a one-key path, with the key's bytes and
     /// hash prepared once. Returns false, changing nothing, in every other case; the caller then sets by path.
@@ -288,6 +306,20 @@ extension Array where Element == Event {
             return kept
         }
         TextRecycler.shared.recycle(&self, from: kept)
+    }
+
+    /// A copy of each event, in order, that shares no text with it (``Event/copy(into:)``), the texts copied into
+    /// buffers from `spare`.
+    package mutating func copies(into spare: inout SpareTexts) -> [Event] {
+        let count = self.count
+        return withUnsafeMutableBufferPointer { events in
+            [Event](unsafeUninitializedCapacity: count) { copies, initialized in
+                for index in events.indices {
+                    copies.initializeElement(at: index, to: events[index].copy(into: &spare))
+                }
+                initialized = count
+            }
+        }
     }
 
     /// Calls `body` with each event in place, in order. An event read through the array's subscript and lent to a

@@ -8,8 +8,7 @@ internal import Synchronization
 /// threads, once per event, and that lock's cache line moving between the cores was 84 % of `malloc`'s samples,
 /// which with `free` were a fifth of stdin -> blackhole. Handed back, a batch's buffers cross as one array under
 /// one lock, and the decoder writes the next lines into them without asking the allocator. A buffer that something
-/// else still holds (a fan-out's other branch) is never overwritten: emptying it for reuse copies it first, as it
-/// would any array.
+/// else still holds is never overwritten: emptying it for reuse copies it first, as it would any array.
 package final class TextRecycler: Sendable {
     /// The pool every source and sink of the process shares.
     package static let shared = TextRecycler()

@@ -68,13 +68,13 @@ public final class EventOutput: Sendable {
         for index in batches.indices where !batches[index].isEmpty {
             let batch = batches[index]
             batches[index] = []
-            await send(batch)
+            await send(consume batch)
         }
     }
 
     /// Sends `batch` to every consumer and counts it once as sent (through the source's fused transforms first,
-    /// while it has them).
-    public func send(_ batch: [Event]) async {
+    /// while it has them). Given with its ownership, the batch reaches the consumer as the array's only owner.
+    public func send(_ batch: consuming [Event]) async {
         guard !batch.isEmpty else { return }
         let (targets, chain, unfusedFrom) = edges.locked { edges -> ([EventBuffer], SourceChain?, [EventBuffer]) in
             var unfusedFrom: [EventBuffer] = []
@@ -89,12 +89,11 @@ public final class EventOutput: Sendable {
             return (edges.targets, edges.chain, unfusedFrom)
         }
         for target in unfusedFrom { target.finishProducer() }
-        var batch = batch
         chain?.run(&batch)
         if !batch.isEmpty {
             (chain?.last ?? metrics)?.recordSent(batch.count)
             (chain?.last.tap ?? tap).offer(batch, output: name)
-            for target in targets { await target.send(batch) }
+            await Self.deliver(consume batch, to: targets)
         }
         let detached = edges.locked { edges in
             edges.sending -= 1
@@ -124,13 +123,25 @@ public final class EventOutput: Sendable {
             precondition(chain != nil, "Processed batches are sent only while the chain that ran on them is fused.")
             chain?.last.recordSent(batch.count)
             chain?.last.tap.offer(batch)
-            for target in targets { await target.send(batch) }
+            await Self.deliver(consume batch, to: targets)
             let detached = edges.locked { edges in
                 edges.sending -= 1
                 return edges.takeDetachedIfIdle()
             }
             for target in detached { target.finishProducer() }
         }
+    }
+
+    /// Sends `batch` to each of `targets`: the last gets it as it is, each other one a copy that shares no text with
+    /// it (``Event/copy(into:)``), so that no consumer writes what another may still read.
+    private static func deliver(_ batch: consuming [Event], to targets: [EventBuffer]) async {
+        guard let last = targets.last else { return }
+        if targets.count > 1 {
+            var spare = SpareTexts()
+            for target in targets.dropLast() { await target.send(batch.copies(into: &spare)) }
+            spare.finish()
+        }
+        await last.send(consume batch)
     }
 
     /// Stops running the source's fused transforms and sends into `targets` (the first transform's new input

@@ -978,13 +978,20 @@ public final class PipelineRunner: Sendable {
                 routed = pass
             }
         }
+        // Each batch goes with its ownership, so that its consumer holds the array's only reference.
         switch output {
         case .single(let edge):
-            await edge.send(batch)
+            var sending: [Event] = []
+            swap(&sending, &batch)
+            await edge.send(consume sending)
         case .named(let edges):
-            guard let routed else { return }
+            guard var routed else { return }
             stages[stages.count - 1].metrics.recordSent(routed.routedEvents)
-            for (edge, events) in zip(edges, routed.routed) { await edge.send(events) }
+            for index in edges.indices where index < routed.routed.count {
+                var sending: [Event] = []
+                swap(&sending, &routed.routed[index])
+                await edges[index].send(consume sending)
+            }
         }
     }
 

@@ -36,10 +36,11 @@ struct RouteTransform: Transform {
             output.reserveCapacity(min(events.count, count + count / 8 + 16))
             return output
         }
+        var spare = SpareTexts()
         for index in events.indices {
             // Taken out of the batch, which is emptied below: read in place from here on, and moved, not copied, to
             // the last route it goes to.
-            let event = Self.take(&events[index])
+            var event = Self.take(&events[index])
             programs.begin(&shared)
             // The routes the event goes to: how many, the last of them, and whether a condition failed.
             var matches = 0
@@ -55,8 +56,9 @@ struct RouteTransform: Transform {
                     }
                     switch value {
                     case .bool(true):
-                        // Copied to every route but the last it goes to, which takes the event itself.
-                        if matches > 0 { outputs[last].append(event) }
+                        // Copied to every route but the last it goes to, which takes the event itself; each copy
+                        // has a text of its own, as its consumer runs in another task (``Event/copy(into:)``).
+                        if matches > 0 { outputs[last].append(event.copy(into: &spare)) }
                         matches += 1
                         last = route
                     case .bool(false), .null:
@@ -84,6 +86,7 @@ struct RouteTransform: Transform {
             pass.routedEvents += 1
             outputs[last].append(consume event)
         }
+        spare.finish()
         for output in outputs.indices { lastCounts[output] = outputs[output].count }
         pass.routed = outputs
         events.removeAll(keepingCapacity: true)

@@ -30,6 +30,24 @@ struct RouteTransformTests {
         #expect(pass.discards.total == 0)
     }
 
+    /// An event that goes to several routes goes to each with a text of its own, as their consumers run in other
+    /// tasks (``Event/copy(into:)``).
+    @Test func anEventInSeveralRoutesHasATextOfItsOwnInEach() throws {
+        var route = try TransformHarness.make("route", Self.options, readOutputs: ["errors", "slow", "_unmatched"])
+        var events = try [#"{"level":"error","duration_ms":2000}"#, #"{"level":"info","duration_ms":5}"#].map {
+            try Event(json: Array($0.utf8))
+        }
+        var pass = TransformPass(nowMillis: 0)
+        route.process(&events, &pass)
+        #expect(pass.routed.map(\.count) == [1, 1, 1])
+        #expect(pass.routed[0][0] == pass.routed[1][0])
+        func address(_ event: Event) -> UnsafeRawPointer? {
+            event.withText { text, _, _ in text.baseAddress.map(UnsafeRawPointer.init) }
+        }
+        #expect(address(pass.routed[0][0]) != nil)
+        #expect(address(pass.routed[0][0]) != address(pass.routed[1][0]))
+    }
+
     /// With more routes than a word has bits, an event still goes to exactly its routes, in order; an event whose
     /// only condition fails is discarded under `error`, one matching nothing under `unmatched`.
     @Test func manyRoutesAndFailedConditions() throws {

@@ -137,4 +137,26 @@ struct TextRecyclerTests {
         #expect(Set([Self.address(first), Self.address(second)]).contains(droppedAddress))
         #expect(first == (try Self.decode(Self.second)))
     }
+
+    @Test func aCopyForAnotherTaskHasATextOfItsOwn() throws {
+        let recycler = TextRecycler()
+        var given = [try Self.decode(Self.first)]
+        let givenAddress = try #require(Self.address(given[0]))
+        recycler.recycle(&given)
+        var spare = SpareTexts(recycler)
+        var events = [try Self.decode(Self.first), Event(["parsed": true], ingestNanos: 9)]
+        let copies = events.copies(into: &spare)
+        spare.finish()
+        #expect(copies == events)
+        #expect(copies.map(\.jsonText) == events.map(\.jsonText))
+        // The text went into the buffer from the pool; the parsed value, which is never written in place, is shared.
+        #expect(Self.address(copies[0]) == givenAddress)
+        #expect(Self.address(copies[0]) != Self.address(events[0]))
+        #expect(!copies[1].isText)
+        // The copy reads as the original does, as flat text with the same keys.
+        var copy = copies[0]
+        try copy.set(try #require(EventPath("added")), to: 1)
+        #expect(copy.jsonText == #"{"device":"dev-0001","seq":1,"temperature":21.5,"added":1}"#)
+        #expect(events[0].jsonText == String(decoding: Self.first, as: UTF8.self))
+    }
 }
