@@ -985,11 +985,14 @@ public final class PipelineRunner: Sendable {
             swap(&sending, &batch)
             await edge.send(consume sending)
         case .named(let edges):
-            guard var routed else { return }
-            stages[stages.count - 1].metrics.recordSent(routed.routedEvents)
-            for index in edges.indices where index < routed.routed.count {
+            // Moved out of the pass, whose copy would share the outputs (and their consumers copy each batch).
+            guard var pass = routed.take() else { return }
+            stages[stages.count - 1].metrics.recordSent(pass.routedEvents)
+            var outputs: [[Event]] = []
+            swap(&outputs, &pass.routed)
+            for index in edges.indices where index < outputs.count {
                 var sending: [Event] = []
-                swap(&sending, &routed.routed[index])
+                swap(&sending, &outputs[index])
                 await edges[index].send(consume sending)
             }
         }
