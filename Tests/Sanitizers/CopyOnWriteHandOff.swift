@@ -1,5 +1,5 @@
-// Evidence for events marking the texts they share (Sources/SluiceCore/Event/Event.swift): run by
-// `scripts/sanitize thread`.
+// Evidence for fan-outs giving each consumer texts of its own (`Event.copy(into:)` in
+// Sources/SluiceCore/Event/Event.swift): run by `scripts/sanitize thread`.
 //
 // Two copies of an array share one buffer. Another thread reads its copy and lets go of it; the main thread then
 // appends to its own copy, which Swift writes in place as the buffer is no longer shared. Correct Swift (copies of an

@@ -988,11 +988,9 @@ public final class PipelineRunner: Sendable {
             // Moved out of the pass, whose copy would share the outputs (and their consumers copy each batch).
             guard var pass = routed.take() else { return }
             stages[stages.count - 1].metrics.recordSent(pass.routedEvents)
-            var outputs: [[Event]] = []
-            swap(&outputs, &pass.routed)
-            for index in edges.indices where index < outputs.count {
+            for index in edges.indices where index < pass.routed.count {
                 var sending: [Event] = []
-                swap(&sending, &outputs[index])
+                swap(&sending, &pass.routed[index])
                 await edges[index].send(consume sending)
             }
         }
