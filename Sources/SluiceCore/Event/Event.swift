@@ -192,9 +192,7 @@ extension Event {
     /// holds a parsed value instead.
     package mutating func takeText() -> [UInt8]? {
         guard !text.isEmpty else { return nil }
-        var taken: [UInt8] = []
-        swap(&taken, &text)
-        return taken
+        return exchange(&text, with: [])
     }
 
     /// A copy of the event that shares no text with it, for another task to hold (a fan-out's other consumer,

@@ -98,8 +98,7 @@ package final class TextRecycler: Sendable {
     /// lock.
     package func giveBack(_ buffers: inout [[UInt8]]) {
         guard !buffers.isEmpty else { return }
-        var batch: [[UInt8]] = []
-        swap(&batch, &buffers)
+        var batch = exchange(&buffers, with: [])
         pool.locked { pool in
             guard pool.buffers + batch.count <= maxBuffers else { return }
             pool.buffers += batch.count

@@ -66,9 +66,7 @@ public final class EventOutput: Sendable {
     public func send(batches: consuming [[Event]]) async {
         var batches = batches
         for index in batches.indices where !batches[index].isEmpty {
-            let batch = batches[index]
-            batches[index] = []
-            await send(consume batch)
+            await send(exchange(&batches[index], with: []))
         }
     }
 

@@ -981,17 +981,13 @@ public final class PipelineRunner: Sendable {
         // Each batch goes with its ownership, so that its consumer holds the array's only reference.
         switch output {
         case .single(let edge):
-            var sending: [Event] = []
-            swap(&sending, &batch)
-            await edge.send(consume sending)
+            await edge.send(exchange(&batch, with: []))
         case .named(let edges):
             // Moved out of the pass, whose copy would share the outputs (and their consumers copy each batch).
             guard var pass = routed.take() else { return }
             stages[stages.count - 1].metrics.recordSent(pass.routedEvents)
             for index in edges.indices where index < pass.routed.count {
-                var sending: [Event] = []
-                swap(&sending, &pass.routed[index])
-                await edges[index].send(consume sending)
+                await edges[index].send(exchange(&pass.routed[index], with: []))
             }
         }
     }

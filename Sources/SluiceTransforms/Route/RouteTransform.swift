@@ -38,9 +38,9 @@ struct RouteTransform: Transform {
         }
         var spare = SpareTexts()
         for index in events.indices {
-            // Taken out of the batch, which is emptied below: read in place from here on, and moved, not copied, to
-            // the last route it goes to.
-            var event = Self.take(&events[index])
+            // Taken out of the batch (an empty event, which holds no storage, left in its place; the batch is
+            // emptied below): read in place from here on, and moved, not copied, to the last route it goes to.
+            var event = exchange(&events[index], with: Event(.null))
             programs.begin(&shared)
             // The routes the event goes to: how many, the last of them, and whether a condition failed.
             var matches = 0
@@ -90,12 +90,5 @@ struct RouteTransform: Transform {
         for output in outputs.indices { lastCounts[output] = outputs[output].count }
         pass.routed = outputs
         events.removeAll(keepingCapacity: true)
-    }
-
-    /// Moves `event` out, leaving an empty one (which holds no storage) in its place.
-    private static func take(_ event: inout Event) -> Event {
-        var taken = Event(.null)
-        swap(&taken, &event)
-        return taken
     }
 }
