@@ -41,11 +41,8 @@ struct RouteTransformTests {
         route.process(&events, &pass)
         #expect(pass.routed.map(\.count) == [1, 1, 1])
         #expect(pass.routed[0][0] == pass.routed[1][0])
-        func address(_ event: Event) -> UnsafeRawPointer? {
-            event.withText { text, _, _ in text.baseAddress.map(UnsafeRawPointer.init) }
-        }
-        #expect(address(pass.routed[0][0]) != nil)
-        #expect(address(pass.routed[0][0]) != address(pass.routed[1][0]))
+        #expect(textAddress(of: pass.routed[0][0]) != nil)
+        #expect(textAddress(of: pass.routed[0][0]) != textAddress(of: pass.routed[1][0]))
     }
 
     /// With more routes than a word has bits, an event still goes to exactly its routes, in order; an event whose

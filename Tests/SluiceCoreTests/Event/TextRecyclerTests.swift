@@ -20,26 +20,22 @@ struct TextRecyclerTests {
         return try decode(line, reusing: &none)
     }
 
-    static func address(_ event: Event) -> UnsafeRawPointer? {
-        event.withText { text, _, _ in text.baseAddress.map(UnsafeRawPointer.init) }
-    }
-
     @Test func aBufferGivenBackHoldsTheNextEventWithoutANewAllocation() throws {
         let recycler = TextRecycler()
         var batch = [try Self.decode(Self.first)]
-        let firstAddress = try #require(Self.address(batch[0]))
+        let firstAddress = try #require(textAddress(of: batch[0]))
         recycler.recycle(&batch)
         #expect(batch.isEmpty)
         #expect(recycler.count == 1)
         var spare = SpareTexts(recycler)
         let reused = try Self.decode(Self.second, reusing: &spare)
         #expect(recycler.count == 0)
-        #expect(Self.address(reused) == firstAddress)
+        #expect(textAddress(of: reused) == firstAddress)
         // The same event as one decoded into a buffer of its own; with the pool empty, the next one is new.
         #expect(reused.jsonText == String(decoding: Self.second, as: UTF8.self))
         #expect(reused == (try Self.decode(Self.second)))
         let next = try Self.decode(Self.first, reusing: &spare)
-        #expect(Self.address(next) != firstAddress)
+        #expect(textAddress(of: next) != firstAddress)
     }
 
     @Test func aBufferSomethingElseStillHoldsIsNeverOverwritten() throws {
@@ -54,7 +50,7 @@ struct TextRecyclerTests {
         #expect(recycler.count == 0)
         #expect(otherBranch.jsonText == String(decoding: Self.first, as: UTF8.self))
         #expect(next.jsonText == String(decoding: Self.second, as: UTF8.self))
-        #expect(Self.address(next) != Self.address(otherBranch))
+        #expect(textAddress(of: next) != textAddress(of: otherBranch))
     }
 
     @Test func thePoolKeepsAtMostItsLimitAndNoLargeOrParsedEvents() throws {
@@ -105,12 +101,12 @@ struct TextRecyclerTests {
         let recycler = TextRecycler()
         var generator = SplitMix64(seed: 11)
         var batch = try (0..<300).map { _ in try Self.decode(Self.first) }.shuffled(using: &generator)
-        let given = batch.compactMap(Self.address)
+        let given = batch.compactMap { textAddress(of: $0) }
         #expect(Set(given).count == 300)
         #expect(given != given.sorted(), "the shuffled batch is out of order")
         recycler.recycle(&batch)
         var spare = SpareTexts(recycler)
-        let filled = try (0..<300).map { _ in try Self.address(Self.decode(Self.second, reusing: &spare)) }
+        let filled = try (0..<300).map { _ in try textAddress(of: Self.decode(Self.second, reusing: &spare)) }
         let inAddressOrder = filled == given.sorted().map(Optional.some)
         #expect(inAddressOrder, "filled lowest address first, each buffer once")
         #expect(recycler.count == 0)
@@ -120,12 +116,12 @@ struct TextRecyclerTests {
     @Test func theDroppedTailOfABatchGivesItsBuffersBackAndTheKeptEventsStay() throws {
         let recycler = TextRecycler()
         var batch = [try Self.decode(Self.first), try Self.decode(Self.second), try Self.decode(Self.first)]
-        let keptAddress = Self.address(batch[0])
-        let droppedAddress = try #require(Self.address(batch[2]))
+        let keptAddress = textAddress(of: batch[0])
+        let droppedAddress = try #require(textAddress(of: batch[2]))
         recycler.recycle(&batch, from: 1)
         #expect(batch.count == 1)
         #expect(batch[0].jsonText == String(decoding: Self.first, as: UTF8.self))
-        #expect(Self.address(batch[0]) == keptAddress)
+        #expect(textAddress(of: batch[0]) == keptAddress)
         #expect(recycler.count == 2)
         // Nothing dropped: nothing given back, nothing removed.
         recycler.recycle(&batch, from: 1)
@@ -134,14 +130,14 @@ struct TextRecyclerTests {
         var spare = SpareTexts(recycler)
         let first = try Self.decode(Self.second, reusing: &spare)
         let second = try Self.decode(Self.second, reusing: &spare)
-        #expect(Set([Self.address(first), Self.address(second)]).contains(droppedAddress))
+        #expect(Set([textAddress(of: first), textAddress(of: second)]).contains(droppedAddress))
         #expect(first == (try Self.decode(Self.second)))
     }
 
     @Test func aCopyForAnotherTaskHasATextOfItsOwn() throws {
         let recycler = TextRecycler()
         var given = [try Self.decode(Self.first)]
-        let givenAddress = try #require(Self.address(given[0]))
+        let givenAddress = try #require(textAddress(of: given[0]))
         recycler.recycle(&given)
         var spare = SpareTexts(recycler)
         var events = [try Self.decode(Self.first), Event(["parsed": true], ingestNanos: 9)]
@@ -150,8 +146,8 @@ struct TextRecyclerTests {
         #expect(copies == events)
         #expect(copies.map(\.jsonText) == events.map(\.jsonText))
         // The text went into the buffer from the pool; the parsed value, which is never written in place, is shared.
-        #expect(Self.address(copies[0]) == givenAddress)
-        #expect(Self.address(copies[0]) != Self.address(events[0]))
+        #expect(textAddress(of: copies[0]) == givenAddress)
+        #expect(textAddress(of: copies[0]) != textAddress(of: events[0]))
         #expect(!copies[1].isText)
         // The copy reads as the original does, as flat text with the same keys.
         var copy = copies[0]

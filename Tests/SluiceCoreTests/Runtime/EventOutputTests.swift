@@ -1,3 +1,4 @@
+import SluiceTesting
 import Testing
 
 @testable import SluiceCore
@@ -20,14 +21,10 @@ struct EventOutputTests {
         batch.withUnsafeBufferPointer { $0.baseAddress.map(UnsafeRawPointer.init) }
     }
 
-    static func text(_ event: Event) -> UnsafeRawPointer? {
-        event.withText { text, _, _ in text.baseAddress.map(UnsafeRawPointer.init) }
-    }
-
     @Test func aFanOutGivesEachConsumerABatchAndTextsOfItsOwn() async throws {
         let (output, buffers) = Self.output(into: 3)
         let batch = [Event(canonicalJSON: Self.line), Event(canonicalJSON: Self.line), Event(["parsed": 1])]
-        let texts = batch.map(Self.text)
+        let texts = batch.map { textAddress(of: $0) }
         await output.send(batch)
         output.finish()
         var received: [[Event]] = []
@@ -35,9 +32,9 @@ struct EventOutputTests {
         #expect(received.allSatisfy { $0 == batch })
         #expect(Set(received.map(Self.storage)).count == 3)
         // The last consumer has the texts that were sent; each other one, copies.
-        #expect(received[2].map(Self.text) == texts)
+        #expect(received[2].map { textAddress(of: $0) } == texts)
         for index in 0..<2 {
-            #expect(received[index][0..<2].allSatisfy { event in !texts.contains(Self.text(event)) })
+            #expect(received[index][0..<2].allSatisfy { event in !texts.contains(textAddress(of: event)) })
         }
     }
 
