@@ -78,7 +78,9 @@ enum SignalRelay {
                 defer { actions.stopRequested = true }
                 return actions.stopRequested || actions.stop.isEmpty ? nil : actions.stop
             }
-            guard let stop else { exit(ExitCode.interrupted.rawValue) }
+            // At once: no exit handlers (see `endProcess`), and no flush, which would wait for a thread that holds
+            // stdout's lock while it writes to a full pipe.
+            guard let stop else { _exit(ExitCode.interrupted.rawValue) }
             for action in stop { action() }
         }
     }

@@ -6,6 +6,16 @@ import SluiceSync
     import Glibc
 #endif
 
+/// Ends the process once what stdio holds (`print`'s output) is flushed, without the libraries' exit handlers:
+/// exit(3) would run OpenSSL's (libwebsockets initialises it), which frees its locks and sets them to null while a
+/// thread that is not ours to join may still be inside OpenSSL, and that thread then crashes on the null lock (seen
+/// under TSan, whose own exit handler waits a second for the other threads). Everything Sluice writes is written
+/// and accounted for before this; nothing those handlers do is needed.
+func endProcess(_ code: Int32) -> Never {
+    fflush(nil)
+    _exit(code)
+}
+
 func processEnvironment() -> [String: String] {
     var result: [String: String] = [:]
     var entry = environ
@@ -27,7 +37,7 @@ do {
 } catch {
     let message = "sluice: error: \(error)\n"
     _ = message.withCString { write(STDERR_FILENO, $0, strlen($0)) }
-    exit(ExitCode.runtimeFailure.rawValue)
+    endProcess(ExitCode.runtimeFailure.rawValue)
 }
 
 let code = await SluiceCommand.main(
@@ -37,4 +47,4 @@ let code = await SluiceCommand.main(
 } onReloadRequest: { reload in
     SignalRelay.actions.locked { $0.reload = reload }
 }
-exit(code.rawValue)
+endProcess(code.rawValue)
