@@ -49,10 +49,23 @@ final class SluiceProcess: @unchecked Sendable {
     /// No child outlives this: a test waiting for output that never comes then fails instead of hanging the run.
     static let lifetimeLimitSecs = 300.0
 
+    /// Set by `scripts/sanitize`: a file where each child's process id is written with its test and arguments, so
+    /// that a sanitizer report (named after its process id) leads to the test that started the process.
+    static let processLog = ProcessInfo.processInfo.environment["SLUICE_PROCESS_LOG"]
+
     func start() throws {
         process.terminationHandler = { [exited] _ in exited.signal() }
         try process.run()
         let pid = process.processIdentifier
+        if let path = Self.processLog {
+            let arguments = (process.arguments ?? []).joined(separator: " ")
+            let line = "\(pid) \(Test.current?.name ?? "-"): sluice \(arguments)\n"
+            let file = open(path, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+            if file >= 0 {
+                _ = line.withCString { write(file, $0, strlen($0)) }
+                close(file)
+            }
+        }
         DispatchQueue.global().asyncAfter(deadline: .now() + Self.lifetimeLimitSecs) { [exited] in
             // Still running after the limit: a test is stuck. (The semaphore is only peeked at, then restored.)
             if exited.wait(timeout: .now()) == .timedOut {
