@@ -117,7 +117,7 @@ struct WebSocketServerBindingEndToEndTests {
         defer {
             kill(child.process.processIdentifier, SIGTERM)
             _ = child.readAllOutput()
-            _ = child.waitForExit()
+            #expect(child.waitForExit() == 0, "\(child.errorText)", sourceLocation: sourceLocation)
         }
         #expect(child.waitForErrorText("listening on "), sourceLocation: sourceLocation)
         let announced = try #require(
