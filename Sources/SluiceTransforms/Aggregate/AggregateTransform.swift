@@ -54,6 +54,7 @@ struct AggregateTransform: Transform {
     var timeState: ExpressionState?
     var errors: EvaluationErrorLog
     var lateReports = RateLimitedReporter()
+    var overflowReports = RateLimitedReporter()
 
     // MARK: State
 
@@ -524,7 +525,7 @@ struct AggregateTransform: Transform {
     }
 
     /// Appends the event for `state`, whose window's bounds are `bounds` as text.
-    private func emit(
+    private mutating func emit(
         _ state: Int32, bounds: (start: JSONValue, end: JSONValue), partial: Bool, into output: inout [Event],
         _ pass: inout TransformPass
     ) {
@@ -536,7 +537,21 @@ struct AggregateTransform: Transform {
         }
         fields.append(JSONObject.Field(key: "window_start", value: bounds.start))
         fields.append(JSONObject.Field(key: "window_end", value: bounds.end))
+        let resultsStart = fields.count
         states.appendResults(state, aggregations, to: &fields)
+        // A sum past the largest double, or a deviation whose squares are: JSON has no infinity, so it is written
+        // as null, and said so.
+        for index in resultsStart..<fields.count {
+            guard case .double(let number) = fields[index].value, !number.isFinite else { continue }
+            fields[index].value = .null
+            overflowReports.report(to: log) { [id, aggregations] in
+                let aggregation = aggregations[index - resultsStart]
+                return "\(id): \(aggregation.function.rawValue) for '\(aggregation.field)' in the window from "
+                    + "\(JSONWriter.string(bounds.start)) overflowed double precision; written as null"
+            } summary: { [id] in
+                "\(id): \($0) more results overflowed double precision and were written as null"
+            }
+        }
         if partial { fields.append(JSONObject.Field(key: "partial", value: true)) }
         let ingestNanos = min(states.firstIngestNanos[Int(state)], MonotonicClock.nanos())
         output.append(Event(.object(JSONObject(uniqueFields: fields)), ingestNanos: ingestNanos))

@@ -1,5 +1,6 @@
 import SluiceCore
 import SluiceTesting
+import Synchronization
 import Testing
 
 /// The aggregate transform driven directly: batches in, the wall clock chosen by the test, and every output checked
@@ -204,6 +205,38 @@ struct AggregateTransformTests {
             run.output == [
                 ["window_start": Self.time(0), "window_end": Self.time(10), "n": 2, "known": 1, "avg": 10.0]
             ])
+    }
+
+    /// JSON has no infinity: a sum past the largest double, and a deviation whose squares overflow, are written as
+    /// null and named on stderr; the window's other results stand.
+    @Test func resultsThatOverflowDoublesAreNullAndReported() throws {
+        let messages = Mutex<[String]>([])
+        var run = Run(
+            transform: try TransformHarness.make(
+                "aggregate",
+                """
+                {window: {type: tumbling, size_secs: 10}, time: {field: .ts},
+                 aggregations: {n: count(), total: sum(.temperature), spread: stddev(.temperature),
+                   top: max(.temperature)}}
+                """,
+                log: Logger { line in messages.withLock { $0.append(line) } }))
+        run.feed([Self.reading("a", 1, 1e308), Self.reading("a", 2, 1.5e308), Self.reading("a", 11, 1e200)])
+        run.finish(stopping: false)
+        #expect(
+            run.output == [
+                [
+                    "window_start": Self.time(0), "window_end": Self.time(10), "n": 2, "total": nil, "spread": nil,
+                    "top": 1.5e308,
+                ],
+                [
+                    "window_start": Self.time(10), "window_end": Self.time(20), "n": 1, "total": 1e200,
+                    "spread": nil, "top": 1e200,
+                ],
+            ])
+        let lines = messages.withLock { $0 }
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.allSatisfy { $0.contains("overflowed double precision; written as null") }, "\(lines)")
+        #expect(lines.first?.contains("sum for 'total' in the window from \"2026-11-30T12:00:00.000Z\"") == true)
     }
 
     /// A closed window's state is reused by a later one: every accumulator must start empty again, whichever
