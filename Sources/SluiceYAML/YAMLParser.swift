@@ -4,11 +4,15 @@ internal import CLibYAML
 public enum YAMLParser {
     /// The deepest nesting accepted; deeper documents are rejected rather than risking the stack.
     public static let maxDepth = 200
+    /// The most nodes aliases may add to a document in all. Each alias is a copy of its anchored node, so a few
+    /// lines of aliases of aliases make billions of nodes (the "billion laughs"), which every reader of the tree
+    /// would then walk; written out, a million nodes would be a file of megabytes.
+    public static let maxAliasedNodes = 1_000_000
 
     /// Parses the first document of `text`; returns `nil` when the text holds no document at all.
     ///
-    /// Aliases are expanded to copies of the anchored node. A second document is an error, because a pipeline
-    /// file describes one pipeline.
+    /// Aliases are expanded to copies of the anchored node, up to ``maxAliasedNodes`` nodes in all. A second
+    /// document is an error, because a pipeline file describes one pipeline.
     public static func parse(_ text: String) throws(YAMLError) -> YAMLNode? {
         var bytes = Array(text.utf8)
         bytes.append(0)
@@ -23,7 +27,11 @@ public enum YAMLParser {
 /// Pulls libyaml events and builds nodes; owns the `yaml_parser_t` and frees it in ``close()``.
 private struct EventReader {
     private var parser = yaml_parser_t()
-    private var anchors: [String: YAMLNode] = [:]
+    /// Each anchored node and how many nodes it holds, itself included.
+    private var anchors: [String: (node: YAMLNode, size: Int)] = [:]
+    /// Nodes read so far, aliases counted as the nodes they copy.
+    private var nodes = 0
+    private var aliasedNodes = 0
 
     init(input: UnsafeBufferPointer<UInt8>) {
         yaml_parser_initialize(&parser)
@@ -65,6 +73,8 @@ private struct EventReader {
         guard depth < YAMLParser.maxDepth else {
             throw YAMLError(message: "nesting deeper than \(YAMLParser.maxDepth) levels", mark: at)
         }
+        let firstNode = nodes
+        nodes += 1
         switch event.type {
         case YAML_SCALAR_EVENT:
             let data = event.data.scalar
@@ -79,14 +89,22 @@ private struct EventReader {
             }
             let scalar = YAMLScalar(value, style: style, tag: optionalString(data.tag))
             let node = YAMLNode(.scalar(scalar), at: at)
-            remember(node, anchor: data.anchor)
+            remember(node, anchor: data.anchor, size: nodes - firstNode)
             return node
         case YAML_ALIAS_EVENT:
             let name = optionalString(event.data.alias.anchor) ?? ""
-            guard let node = anchors[name] else {
+            guard let anchored = anchors[name] else {
                 throw YAMLError(message: "unknown alias '*\(name)'", mark: at)
             }
-            return YAMLNode(node.content, at: at)
+            // The alias stands for its node's nodes, not one more.
+            nodes += anchored.size - 1
+            aliasedNodes += anchored.size
+            guard aliasedNodes <= YAMLParser.maxAliasedNodes else {
+                throw YAMLError(
+                    message: "aliases expand to more than \(YAMLParser.maxAliasedNodes) nodes; write the values out",
+                    mark: at)
+            }
+            return YAMLNode(anchored.node.content, at: at)
         case YAML_SEQUENCE_START_EVENT:
             let anchor = event.data.sequence_start.anchor
             var items: [YAMLNode] = []
@@ -97,7 +115,7 @@ private struct EventReader {
                 items.append(try readNode(from: &child, depth: depth + 1))
             }
             let node = YAMLNode(.sequence(items), at: at)
-            remember(node, anchor: anchor)
+            remember(node, anchor: anchor, size: nodes - firstNode)
             return node
         case YAML_MAPPING_START_EVENT:
             let anchor = event.data.mapping_start.anchor
@@ -113,15 +131,15 @@ private struct EventReader {
                 pairs.append(YAMLPair(key: key, value: value))
             }
             let node = YAMLNode(.mapping(pairs), at: at)
-            remember(node, anchor: anchor)
+            remember(node, anchor: anchor, size: nodes - firstNode)
             return node
         default:
             throw unexpected(event)
         }
     }
 
-    private mutating func remember(_ node: YAMLNode, anchor: UnsafeMutablePointer<yaml_char_t>?) {
-        if let name = optionalString(anchor) { anchors[name] = node }
+    private mutating func remember(_ node: YAMLNode, anchor: UnsafeMutablePointer<yaml_char_t>?, size: Int) {
+        if let name = optionalString(anchor) { anchors[name] = (node, size) }
     }
 
     /// The one place a libyaml status is checked: a failed parse becomes a ``YAMLError`` at libyaml's mark.

@@ -52,6 +52,37 @@ struct YAMLParserTests {
         #expect(pairs[1].value.mark.line == 2)
     }
 
+    /// Nine lines of aliases of aliases would be a billion nodes: past a million aliased nodes the parse fails at
+    /// the alias that crosses it, and just under it the document is read whole.
+    @Test func aliasesOfAliasesAreBounded() throws {
+        func document(levels: Int) -> String {
+            var text = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n"
+            for level in 1..<levels {
+                let items = Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ")
+                text += "l\(level): &l\(level) [\(items)]\n"
+            }
+            return text
+        }
+        // Level n holds 1 + 10 + ... + 10^(n+1) nodes, all but level 0's through aliases: five levels alias
+        // 123,440 nodes, six 1,234,550.
+        let fits = try #require(try YAMLParser.parse(document(levels: 5)))
+        guard case .mapping(let pairs) = fits.content, case .sequence(let top) = pairs[4].value.content,
+            case .sequence(let below) = top[9].content
+        else {
+            Issue.record("expected lists")
+            return
+        }
+        #expect(pairs.count == 5 && top.count == 10 && below.count == 10)
+        #expect(throws: YAMLError.self) { try YAMLParser.parse(document(levels: 6)) }
+        do {
+            _ = try YAMLParser.parse(document(levels: 9))
+            Issue.record("a billion nodes were accepted")
+        } catch {
+            #expect(error.message.contains("aliases expand to more than 1000000 nodes"), "\(error)")
+            #expect(error.mark.line == 6, "the line of the alias that crossed the bound, \(error.mark)")
+        }
+    }
+
     @Test func jsonIsYAML() throws {
         let root = try #require(try YAMLParser.parse(#"{"sources": {"in": {"type": "stdin"}}}"#))
         guard case .mapping(let pairs) = root.content else {

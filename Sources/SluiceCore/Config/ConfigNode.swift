@@ -194,11 +194,21 @@ public struct ConfigNode {
             case .scalar(let scalar): return .string(scalar.value)
             case .sequence(let items): return .array(items.map(convert))
             case .mapping(let pairs):
-                var object = JSONObject()
+                // A repeated key (an error reported elsewhere) keeps its first place and its last value, found in a
+                // dictionary: looking each key up in the object took quadratic time on a mapping of many keys.
+                var fields: [JSONObject.Field] = []
+                var positions: [String: Int] = [:]
                 for pair in pairs {
-                    if case .scalar(let key) = pair.key.content { object[key.value] = convert(pair.value) }
+                    guard case .scalar(let key) = pair.key.content else { continue }
+                    let value = convert(pair.value)
+                    if let position = positions[key.value] {
+                        fields[position].value = value
+                    } else {
+                        positions[key.value] = fields.count
+                        fields.append(JSONObject.Field(key: key.value, value: value))
+                    }
                 }
-                return .object(object)
+                return .object(JSONObject(uniqueFields: fields))
             }
         }
         return convert(node)
@@ -304,6 +314,13 @@ public final class ConfigMapping {
                 log.error(
                     "expected a plain key in \(name), found \(pair.key.kindDescription)",
                     at: FilePosition(pair.key.mark))
+                continue
+            }
+            if key.value == "<<", key.isPlain {
+                // YAML 1.1's merge key: libyaml reads it as a plain key, and a silent merge it is not.
+                log.error(
+                    "merge keys ('<<') are not supported", at: FilePosition(pair.key.mark),
+                    notes: ["YAML 1.2 has no merge key; write the keys out, or alias whole values ('buffer: *name')"])
                 continue
             }
             if let line = firstLine[key.value] {

@@ -168,9 +168,7 @@ private final class Reader {
         graphNode.outputs = blueprint.outputs
         var written = JSONObject()
         if case .object(let object) = node.writtenValue {
-            for field in object.fields where !["type", "inputs", "buffer"].contains(field.key) {
-                written[field.key] = field.value
-            }
+            written = JSONObject(uniqueFields: object.fields.filter { !["type", "inputs", "buffer"].contains($0.key) })
         }
         let definition = ComponentDefinition(
             id: id, kind: kind, typeName: typeName, inputs: inputs,

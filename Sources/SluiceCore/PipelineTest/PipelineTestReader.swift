@@ -185,7 +185,10 @@ struct PipelineTestReader {
                 }
                 return .array(values)
             case .mapping(let pairs):
-                var object = JSONObject()
+                // Keys checked in a set, not by looking each up in the object: that took quadratic time (six
+                // seconds for an event of 40,000 keys).
+                var fields: [JSONObject.Field] = []
+                var keys: Set<String> = []
                 for pair in pairs {
                     guard case .scalar(let key) = pair.key.content else {
                         node.log.error(
@@ -193,14 +196,14 @@ struct PipelineTestReader {
                             at: FilePosition(pair.key.mark))
                         return nil
                     }
-                    guard object[key.value] == nil else {
+                    guard keys.insert(key.value).inserted else {
                         node.log.error("duplicate key '\(key.value)' in an event", at: FilePosition(pair.key.mark))
                         return nil
                     }
                     guard let value = convert(pair.value) else { return nil }
-                    object[key.value] = value
+                    fields.append(JSONObject.Field(key: key.value, value: value))
                 }
-                return .object(object)
+                return .object(JSONObject(uniqueFields: fields))
             }
         }
         return convert(node.node)

@@ -32,6 +32,20 @@ struct PipelineLoaderTests {
             """
         ),
         (
+            "a merge key is an error of its own, not a silent merge",
+            "sources:\n  in: {type: counter}\nsinks:\n  out: {<<: {type: collect}, inputs: [in]}\n",
+            """
+            p.yaml:4:9: error: merge keys ('<<') are not supported
+              out: {<<: {type: collect}, inputs: [in]}
+                    ^
+            note: YAML 1.2 has no merge key; write the keys out, or alias whole values ('buffer: *name')
+            p.yaml:4:8: error: sink 'out' has no 'type'
+              out: {<<: {type: collect}, inputs: [in]}
+                   ^
+            note: expected one of: collect
+            """
+        ),
+        (
             "an invalid transform is reported once, and its neighbours are still connected",
             "sources:\n  in: {type: counter}\ntransforms:\n  t: {type: pass, inputs: [in], drop_every: -1}\n"
                 + "sinks:\n  out: {type: collect, inputs: [t]}\n",
@@ -300,6 +314,20 @@ struct PipelineLoaderTests {
                 #"{"sources": {"in": {"type": "counter", "cout": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"]}}}"#
             )
             .hasPrefix("p.yaml:1:40: error: unknown key 'cout' in source 'in'"))
+    }
+
+    /// What `sluice graph` shows and a reload compares: each component's options as written, in their order,
+    /// without `type`, `inputs` and `buffer`.
+    @Test func writtenOptionsKeepTheirOrderWithoutTheWiring() throws {
+        let text =
+            "sources:\n  in: {record_finished: true, type: counter, count: 3}\n"
+            + "sinks:\n  out: {type: collect, inputs: [in], buffer: unbounded}\n"
+        let definition = try #require(
+            PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
+        let options = definition.components[0].writtenOptions.fields
+        #expect(options.map(\.key) == ["record_finished", "count"])
+        #expect(options.map(\.value) == [.string("true"), .string("3")])
+        #expect(definition.components[1].writtenOptions.fields.isEmpty)
     }
 
     @Test func theDefaultBufferIsBlockOf8000AndAPolicyWithoutACapacityGetsTheSame() throws {

@@ -58,6 +58,25 @@ struct PipelineTestTests {
         #expect(event == expected)
     }
 
+    /// An event's keys stay in the order written, however many (they are checked for repeats in a set).
+    @Test func anEventOfManyKeysKeepsTheirOrder() throws {
+        let keys = (0..<20_000).map { "k\($0)" }
+        let event = "{" + keys.enumerated().map { "\($1): \($0)" }.joined(separator: ", ") + "}"
+        let definition = try #require(
+            load(
+                Self.pipeline(
+                    "  - name: wide\n    inputs: [{insert_at: first, events: [\(event)]}]\n    no_output_from: [second]\n"
+                )
+            ).definition)
+        let read = try #require(definition.tests.first?.inputs.first?.events.first)
+        guard case .object(let object) = read else {
+            Issue.record("not an object: \(read)")
+            return
+        }
+        #expect(object.fields.map(\.key) == keys)
+        #expect(object.fields.map(\.value) == (0..<20_000).map { JSONValue.int(Int64($0)) })
+    }
+
     static let errorCases: [(name: String, tests: String, expected: String)] = [
         (
             "an unknown insert_at, with a suggestion",
@@ -112,6 +131,15 @@ struct PipelineTestTests {
             p.yaml:12:56: error: expected an expression, found the end
                 outputs: [{extract_from: second, conditions: [.x ==]}]
                                                                    ^
+            """
+        ),
+        (
+            "a key written twice in an event",
+            "  - name: t\n    inputs: [{insert_at: first, events: [{a: 1, b: 2, a: 3}]}]\n    no_output_from: [second]\n",
+            """
+            p.yaml:11:55: error: duplicate key 'a' in an event
+                inputs: [{insert_at: first, events: [{a: 1, b: 2, a: 3}]}]
+                                                                  ^
             """
         ),
         (
