@@ -194,21 +194,12 @@ public struct ConfigNode {
             case .scalar(let scalar): return .string(scalar.value)
             case .sequence(let items): return .array(items.map(convert))
             case .mapping(let pairs):
-                // A repeated key (an error reported elsewhere) keeps its first place and its last value, found in a
-                // dictionary: looking each key up in the object took quadratic time on a mapping of many keys.
-                var fields: [JSONObject.Field] = []
-                var positions: [String: Int] = [:]
+                // A repeated key (an error reported elsewhere) keeps its first place and its last value.
+                var object = JSONObject.Builder()
                 for pair in pairs {
-                    guard case .scalar(let key) = pair.key.content else { continue }
-                    let value = convert(pair.value)
-                    if let position = positions[key.value] {
-                        fields[position].value = value
-                    } else {
-                        positions[key.value] = fields.count
-                        fields.append(JSONObject.Field(key: key.value, value: value))
-                    }
+                    if case .scalar(let key) = pair.key.content { object.set(key.value, convert(pair.value)) }
                 }
-                return .object(JSONObject(uniqueFields: fields))
+                return .object(object.object)
             }
         }
         return convert(node)

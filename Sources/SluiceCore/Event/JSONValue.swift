@@ -75,6 +75,51 @@ public struct JSONObject: Sendable, Hashable, ExpressibleByDictionaryLiteral {
     }
 }
 
+extension JSONObject {
+    /// Builds an object key by key as setting each through the subscript would (a repeated key keeps its first
+    /// place and takes the last value), in linear time: past 16 keys they are found through a dictionary, so that
+    /// an object of many keys (a wide JSON object, a log line of many pairs) does not take quadratic time.
+    public struct Builder {
+        private var fields: [Field]
+        /// Each key's place in `fields`, once there are 16.
+        private var positions: [String: Int]?
+
+        /// An empty object.
+        public init() { fields = [] }
+
+        /// `object`, to set more keys in (taken, so that its fields are not copied).
+        public init(_ object: consuming JSONObject) { fields = object.fields }
+
+        /// Sets `key` to `value`: in its place if the object has it, else appended.
+        public mutating func set(_ key: String, _ value: JSONValue) {
+            if positions == nil, fields.count < 16 {
+                // Comparing lengths first skips most string comparisons (a non-inlined call each), since keys differ.
+                let length = key.utf8.count
+                if let existing = fields.firstIndex(where: { $0.key.utf8.count == length && $0.key == key }) {
+                    fields[existing].value = value
+                } else {
+                    fields.append(Field(key: key, value: value))
+                }
+                return
+            }
+            if positions == nil {
+                var map: [String: Int] = [:]
+                for (position, field) in fields.enumerated() { map[field.key] = position }
+                positions = map
+            }
+            if let existing = positions![key] {
+                fields[existing].value = value
+            } else {
+                positions![key] = fields.count
+                fields.append(Field(key: key, value: value))
+            }
+        }
+
+        /// The object built.
+        public var object: JSONObject { JSONObject(uniqueFields: fields) }
+    }
+}
+
 extension JSONValue {
     /// The object's value for `key`, or `nil` when this is not an object or has no such key.
     public subscript(key: String) -> JSONValue? {

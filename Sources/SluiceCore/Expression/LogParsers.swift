@@ -35,7 +35,8 @@ enum LogParsers {
     private static func keyValue(
         _ bytes: UnsafeBufferPointer<UInt8>, _ field: [UInt8], _ value: [UInt8], _ name: String
     ) throws(EvaluationError) -> JSONValue {
-        var object = JSONObject()
+        // Built in linear time: a line of many pairs is no slower per pair than a short one.
+        var object = JSONObject.Builder()
         var position = 0
         func at(_ separator: [UInt8]) -> Bool {
             guard position + separator.count <= bytes.count, bytes[position] == separator[0] else { return false }
@@ -51,7 +52,7 @@ enum LogParsers {
             while position < bytes.count, !at(value), !at(field) { position += 1 }
             let key = trimmed(bytes, keyStart..<position)
             guard at(value) else {
-                if !key.isEmpty { object[key] = .bool(true) }
+                if !key.isEmpty { object.set(key, .bool(true)) }
                 continue
             }
             position += value.count
@@ -82,9 +83,9 @@ enum LogParsers {
                 parsed = trimmed(bytes, valueStart..<position)
             }
             guard !key.isEmpty else { throw EvaluationError("'\(name)' found a value without a key") }
-            object[key] = .string(parsed)
+            object.set(key, .string(parsed))
         }
-        return .object(object)
+        return .object(object.object)
     }
 
     /// What a backslash and the byte after it stand for in a quoted logfmt value.
@@ -217,10 +218,10 @@ enum LogParsers {
 
     /// `[id name="value" ...][id2 ...]` into `{"id": {"name": "value"}, ...}`; `\"`, `\\` and `\]` are escapes.
     private static func structuredData(_ reader: inout TextReader) throws(EvaluationError) -> JSONValue {
-        var elements = JSONObject()
+        var elements = JSONObject.Builder()
         while reader.skip("[") {
             let id = reader.word(until: [UInt8(ascii: " "), UInt8(ascii: "]")])
-            var parameters = JSONObject()
+            var parameters = JSONObject.Builder()
             while reader.skip(" ") {
                 let name = reader.word(until: [UInt8(ascii: "=")])
                 guard reader.skip("=\"") else {
@@ -231,12 +232,12 @@ enum LogParsers {
                 else {
                     throw EvaluationError("'parse_syslog' found no closing quote in [\(id)]")
                 }
-                parameters[name] = .string(value)
+                parameters.set(name, .string(value))
             }
             guard reader.skip("]") else { throw EvaluationError("'parse_syslog' expected ']' to close [\(id)]") }
-            elements[id] = .object(parameters)
+            elements.set(id, .object(parameters.object))
         }
-        return .object(elements)
+        return .object(elements.object)
     }
 
     private static func syslog3164(_ reader: inout TextReader, nowMillis: Int64, into object: inout JSONObject)

@@ -70,13 +70,12 @@ public struct JSONReader {
     private mutating func readObject(depth: Int) throws(JSONError) -> JSONValue {
         guard depth <= JSONReader.maxDepth else { throw error("nesting deeper than \(JSONReader.maxDepth) levels") }
         index += 1
-        var fields: [JSONObject.Field] = []
+        var object = JSONObject.Builder()
         skipWhitespace()
         if index < end, base[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(JSONObject(uniqueFields: fields))
+            return .object(object.object)
         }
-        var seen: [String: Int]? = nil
         while true {
             skipWhitespace()
             guard index < end, base[index] == UInt8(ascii: "\"") else {
@@ -90,43 +89,15 @@ public struct JSONReader {
             index += 1
             skipWhitespace()
             let value = try readValue(depth: depth)
-            insert(JSONObject.Field(key: key, value: value), into: &fields, index: &seen)
+            object.set(key, value)
             skipWhitespace()
             guard index < end else { throw error("unexpected end of input in an object") }
             let byte = base[index]
             index += 1
             if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "}") { return .object(JSONObject(uniqueFields: fields)) }
+            if byte == UInt8(ascii: "}") { return .object(object.object) }
             index -= 1
             throw error("expected ',' or '}' in an object, found \(describeCurrent())")
-        }
-    }
-
-    /// Appends a field, or replaces the value of an earlier field with the same key. Small objects are searched
-    /// linearly; past 16 keys a dictionary keeps hostile objects with many keys from going quadratic.
-    private func insert(
-        _ field: JSONObject.Field, into fields: inout [JSONObject.Field], index seen: inout [String: Int]?
-    ) {
-        if seen == nil, fields.count < 16 {
-            // Comparing lengths first skips most string comparisons (a non-inlined call each), since keys differ.
-            let length = field.key.utf8.count
-            if let existing = fields.firstIndex(where: { $0.key.utf8.count == length && $0.key == field.key }) {
-                fields[existing].value = field.value
-            } else {
-                fields.append(field)
-            }
-            return
-        }
-        if seen == nil {
-            var map: [String: Int] = [:]
-            for (position, existing) in fields.enumerated() { map[existing.key] = position }
-            seen = map
-        }
-        if let existing = seen![field.key] {
-            fields[existing].value = field.value
-        } else {
-            seen![field.key] = fields.count
-            fields.append(field)
         }
     }
 

@@ -106,12 +106,13 @@ struct MapTransform: Transform {
                 switch try merge.evaluate(value, &mergeState!) {
                 case .null: break
                 case .object(let fields):
-                    guard case .object(var object) = value else {
+                    guard case .object(let object) = value else {
                         throw EvaluationError("the event is not an object to merge into")
                     }
                     value = .null
-                    for field in fields.fields { object[field.key] = field.value }
-                    value = .object(object)
+                    var merged = JSONObject.Builder(consume object)
+                    for field in fields.fields { merged.set(field.key, field.value) }
+                    value = .object(merged.object)
                 case let other:
                     throw EvaluationError("'merge' needs an object, found \(JSONWriter.string(other).prefix(40))")
                 }

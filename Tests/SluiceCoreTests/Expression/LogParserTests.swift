@@ -140,6 +140,15 @@ struct LogParserTests {
             try Self.evaluate(#"parse_key_value(.m, ",", ":")"#, "a: 1, b:two ,c")
                 == Self.object(#"{"a":"1","b":"two","c":true}"#))
         #expect(try Self.evaluate("parse_logfmt(.m)", "") == Self.object("{}"))
+        // Past 16 keys (found through a dictionary from there) a repeated key still keeps its place and takes the
+        // last value.
+        let many = (0..<40).map { "k\($0)=\($0)" }.joined(separator: " ") + " k3=again"
+        guard case .object(let parsed) = try Self.evaluate("parse_logfmt(.m)", many) else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(parsed.fields.map(\.key) == (0..<40).map { "k\($0)" })
+        #expect(parsed["k3"] == "again" && parsed["k39"] == "39")
     }
 
     @Test func csvFollowsRFC4180() throws {
