@@ -22,6 +22,14 @@ internal import Synchronization
 /// interval the group demands); it resumes when the task takes one. Not pausing at once matters: librdkafka drops
 /// what it fetched ahead of a partition when the partition is paused and fetches it again on resume.
 ///
+/// librdkafka 2.0.2 can lose a pause or resume: each takes a version number on the calling thread and is queued
+/// after, and one queued behind a newer one (librdkafka's own pause when a rebalance begins, on its main thread) is
+/// dropped as outdated. A resume lost so left a partition paused for good while the thread read on from the others.
+/// Every rebalance begins with that pause and calls back into the thread, so after each one the thread says again
+/// whether every partition it owns is paused. A resume of a partition that is not paused makes librdkafka fetch
+/// again from where it was last paused; messages below what the thread read of a partition since it was assigned
+/// are skipped, so nothing comes out twice.
+///
 /// When a rebalance takes partitions away, the thread waits (up to `drain_timeout_ms`, inside librdkafka's rebalance
 /// callback) until every event read from them is finished, then commits: their next owner reads none of them again.
 ///
@@ -242,14 +250,14 @@ final class KafkaReader: Sendable {
             if full, !paused || assignmentChanged {
                 if !paused { pauses += 1 }
                 pauseAll()
-            } else if !full, paused {
+            } else if !full, paused || assignmentChanged {
                 consumer.resume(consumer.assignment())
                 paused = false
             }
             assignmentChanged = false
         }
 
-        /// Pauses every partition owned now (newly assigned ones too).
+        /// Pauses every partition owned now (newly assigned ones too, and again those a lost pause left fetching).
         func pauseAll() {
             consumer.pause(consumer.assignment())
             paused = true
@@ -264,22 +272,26 @@ final class KafkaReader: Sendable {
             let now = MonotonicClock.nanos()
             let decoding = reader.config.decoding
             let metadata = reader.config.metadata
-            // The partition of the last message, so that a run of messages from one partition costs one update.
-            var run: (partition: KafkaPartition, next: Int64)?
+            // The partition of the last message, so that a run of messages from one partition costs one update:
+            // `next` starts where the thread has read the partition up to since it was assigned (`start`), and a
+            // message below it was fetched again (see the type's notes) and is skipped.
+            var run: (partition: KafkaPartition, next: Int64, start: Int64)?
             var spare = SpareTexts()
             while received < EventBuffer.batchEvents {
                 let polled = consumer.poll(
                     upTo: EventBuffer.batchEvents - received, timeoutMillis: received == 0 ? 100 : 0
                 ) { message in
-                    received += 1
-                    if let current = run, current.partition.partition == message.partition,
-                        current.partition.topic == message.topic
+                    if run == nil || run!.partition.partition != message.partition
+                        || run!.partition.topic != message.topic
                     {
-                        run!.next = message.offset + 1
-                    } else {
-                        if let run { batch.positions[run.partition] = run.next }
-                        run = (KafkaPartition(topic: message.topic, partition: message.partition), message.offset + 1)
+                        if let run, run.next > run.start { batch.positions[run.partition] = run.next }
+                        let partition = KafkaPartition(topic: message.topic, partition: message.partition)
+                        let start = max(batch.positions[partition] ?? .min, readThrough[partition] ?? .min)
+                        run = (partition, start, start)
                     }
+                    guard message.offset >= run!.next else { return }
+                    run!.next = message.offset + 1
+                    received += 1
                     var event: Event
                     do {
                         event = try decoding.decodeEvent(
@@ -303,7 +315,7 @@ final class KafkaReader: Sendable {
                 if polled == 0 { break }
             }
             spare.finish()
-            if let run { batch.positions[run.partition] = run.next }
+            if let run, run.next > run.start { batch.positions[run.partition] = run.next }
             guard received > 0 else { return }
             reader.errors.recovered()
             readThrough.merge(batch.positions) { max($0, $1) }
@@ -395,10 +407,12 @@ final class KafkaReader: Sendable {
 
         func rebalance(_ change: KafkaConsumer.Rebalance) {
             rebalances += 1
+            // Whatever changed, librdkafka paused every partition as the rebalance began, and a pause or resume of
+            // the thread's own at that moment may have been lost (see the type's notes): the next turn says again.
+            assignmentChanged = true
             switch change {
             case .assigned(let partitions):
                 reader.shared.locked { $0.assigned.formUnion(partitions) }
-                assignmentChanged = true
             case .revoked(let partitions):
                 // What is finished of them is committed before they go to another member; what is still in
                 // flight after the drain will be read again there (at least once). Leaving, the pipeline has
