@@ -269,16 +269,19 @@ private final class ConsumerCallbacks: ClientCallbacks, @unchecked Sendable {
         switch code {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             assignedOnce = true
+            // librdkafka keeps a partition's pause across its revocation: one paused, taken away and given back
+            // would stay paused, though the owner had resumed everything it owned meanwhile. An assigned partition
+            // starts unpaused (as in Kafka's Java consumer); the owner pauses it again if it must. Resumed before
+            // the assignment: after it, the resume could overtake the fetch start the assignment issues on
+            // librdkafka's main thread, which librdkafka 2.0.2 then drops as outdated, and the partition would
+            // never be fetched.
+            if let list { rd_kafka_resume_partitions(client, list) }
             handler?(.assigned(changed))
             if cooperative {
                 if let error = rd_kafka_incremental_assign(client, list) { report(error) }
             } else {
                 rd_kafka_assign(client, list)
             }
-            // librdkafka keeps a partition's pause across its revocation: one paused, taken away and given back
-            // would stay paused, though the owner had resumed everything it owned meanwhile. An assigned partition
-            // starts unpaused (as in Kafka's Java consumer); the owner pauses it again if it must.
-            if let list { rd_kafka_resume_partitions(client, list) }
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             handler?(.revoked(changed))
             if cooperative {

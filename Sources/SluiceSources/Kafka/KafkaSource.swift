@@ -22,13 +22,16 @@ internal import Synchronization
 /// interval the group demands); it resumes when the task takes one. Not pausing at once matters: librdkafka drops
 /// what it fetched ahead of a partition when the partition is paused and fetches it again on resume.
 ///
-/// librdkafka 2.0.2 can lose a pause or resume: each takes a version number on the calling thread and is queued
-/// after, and one queued behind a newer one (librdkafka's own pause when a rebalance begins, on its main thread) is
-/// dropped as outdated. A resume lost so left a partition paused for good while the thread read on from the others.
-/// Every rebalance begins with that pause and calls back into the thread, so after each one the thread says again
-/// whether every partition it owns is paused. A resume of a partition that is not paused makes librdkafka fetch
-/// again from where it was last paused; messages below what the thread read of a partition since it was assigned
-/// are skipped, so nothing comes out twice.
+/// librdkafka 2.0.2 can lose a pause, a resume or the start of a partition's fetch: each takes a version number on
+/// the calling thread and is queued after, and one queued behind a newer one from another thread is dropped as
+/// outdated. A resume of the thread's, overtaken by librdkafka's own pause as a rebalance began, left a partition
+/// paused for good; a resume right after an assignment, overtaking the fetch start the assignment issued, left a
+/// partition never fetched. So a partition given to the source is resumed before it is assigned (in
+/// ``KafkaConsumer``), and after every rebalance (each begins with that pause and calls back into the thread) the
+/// thread resumes again, when it is not paused, the partitions it has read from since they were assigned: their
+/// fetch has started, so nothing of it can be overtaken. A resume of a partition that is not paused makes
+/// librdkafka fetch again from where it was last paused; messages below what the thread read of a partition since
+/// it was assigned are skipped, so nothing comes out twice.
 ///
 /// When a rebalance takes partitions away, the thread waits (up to `drain_timeout_ms`, inside librdkafka's rebalance
 /// callback) until every event read from them is finished, then commits: their next owner reads none of them again.
@@ -250,14 +253,17 @@ final class KafkaReader: Sendable {
             if full, !paused || assignmentChanged {
                 if !paused { pauses += 1 }
                 pauseAll()
-            } else if !full, paused || assignmentChanged {
+            } else if !full, paused {
                 consumer.resume(consumer.assignment())
                 paused = false
+            } else if !full, assignmentChanged {
+                // After a rebalance, a resume of the thread's may have been lost (see the type's notes).
+                consumer.resume(Array(readThrough.keys))
             }
             assignmentChanged = false
         }
 
-        /// Pauses every partition owned now (newly assigned ones too, and again those a lost pause left fetching).
+        /// Pauses every partition owned now (newly assigned ones too).
         func pauseAll() {
             consumer.pause(consumer.assignment())
             paused = true
