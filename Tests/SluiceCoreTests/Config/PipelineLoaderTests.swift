@@ -10,6 +10,13 @@ struct PipelineLoaderTests {
         return result.diagnostics.map { $0.rendered(path: "p.yaml", sourceLines: lines) }.joined(separator: "\n")
     }
 
+    /// The definition `text` loads to, failing the test when it has errors.
+    func loaded(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> PipelineDefinition {
+        try #require(
+            PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition,
+            sourceLocation: sourceLocation)
+    }
+
     static let cases: [(name: String, yaml: String, expected: String)] = [
         (
             "unknown source type with suggestion",
@@ -266,8 +273,7 @@ struct PipelineLoaderTests {
     @Test func environmentDefaultsAndEscapes() throws {
         let text =
             "sources:\n  in: {type: counter, count: '${MISSING:-3}'}\nsinks:\n  out: {type: collect, inputs: [in]}\n"
-        let definition = try #require(
-            PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
+        let definition = try loaded(text)
         #expect((definition.components[0].blueprint.config as? CounterSourceConfig)?.count == 3)
     }
 
@@ -304,8 +310,7 @@ struct PipelineLoaderTests {
     @Test func jsonPipelineFilesAreAccepted() throws {
         let text =
             #"{"sources": {"in": {"type": "counter", "count": 3}}, "sinks": {"out": {"type": "collect", "inputs": ["in"], "buffer": "unbounded"}}}"#
-        let definition = try #require(
-            PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
+        let definition = try loaded(text)
         #expect(definition.components.map(\.id) == ["in", "out"])
         #expect(definition.components[1].buffer == .unbounded)
         // Errors in JSON files point into the line too.
@@ -322,8 +327,7 @@ struct PipelineLoaderTests {
         let text =
             "sources:\n  in: {record_finished: true, type: counter, count: 3}\n"
             + "sinks:\n  out: {type: collect, inputs: [in], buffer: unbounded}\n"
-        let definition = try #require(
-            PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
+        let definition = try loaded(text)
         let options = definition.components[0].writtenOptions.fields
         #expect(options.map(\.key) == ["record_finished", "count"])
         #expect(options.map(\.value) == [.string("true"), .string("3")])
@@ -334,8 +338,7 @@ struct PipelineLoaderTests {
         let text =
             "sources:\n  in: {type: counter}\nsinks:\n  out: {type: collect, inputs: in}\n"
             + "  last: {type: collect, inputs: in, buffer: {when_full: drop_oldest}}\n"
-        let definition = try #require(
-            PipelineLoader(catalog: TestCatalog.catalog, environment: [:]).load(text).definition)
+        let definition = try loaded(text)
         #expect(definition.components[1].buffer == .block(maxEvents: 8000))
         #expect(definition.components[2].buffer == .dropOldest(maxEvents: 8000))
         #expect(definition.components[0].buffer == nil)
