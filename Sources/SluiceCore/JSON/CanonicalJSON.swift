@@ -19,8 +19,11 @@
 /// - nesting no deeper than ``JSONReader/maxDepth``.
 public struct CanonicalJSONScanner {
     /// Room for the keys of the objects open on the current path, to find a key written twice; an object
-    /// that would overflow it is not canonical (the full parse takes it).
-    private var keys = [KeyMark](repeating: KeyMark(start: nil, count: 0, prefix: 0), count: 1024)
+    /// that would overflow it is not canonical (the full parse takes it). Room for one object's at first, grown
+    /// to ``maxOpenKeys`` by the first text that needs more: a scanner made for one event (`Event(json:)`) or
+    /// for each of many files does not fill 24 KB.
+    private var keys = [KeyMark](repeating: KeyMark(start: nil, count: 0, prefix: 0), count: Cursor.maxKeysPerObject)
+    static let maxOpenKeys = 1024
     /// The top-level keys of the last object found canonical, to compare the next one's with (see
     /// ``KeyTemplate``).
     private var template = KeyTemplate()
@@ -38,13 +41,20 @@ public struct CanonicalJSONScanner {
     public mutating func isCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let start = bytes.baseAddress, !bytes.isEmpty else { return false }
         let template = template.view
-        let (canonical, signature, flat, topKeys, followed) = keys.withUnsafeMutableBufferPointer { keys in
-            var cursor = Cursor(position: start, end: start + bytes.count, keys: keys, template: template)
-            let canonical = cursor.value(depth: 0) && cursor.position == cursor.end
-            return (
-                canonical, cursor.topLevelKeys, cursor.flat && start.pointee == UInt8(ascii: "{"),
-                cursor.topLevelKeyCount, cursor.followedTemplate
-            )
+        func scan(_ keys: inout [KeyMark]) -> (Bool, KeySignature, Bool, Int, Bool, outOfRoom: Bool) {
+            keys.withUnsafeMutableBufferPointer { keys in
+                var cursor = Cursor(position: start, end: start + bytes.count, keys: keys, template: template)
+                let canonical = cursor.value(depth: 0) && cursor.position == cursor.end
+                return (
+                    canonical, cursor.topLevelKeys, cursor.flat && start.pointee == UInt8(ascii: "{"),
+                    cursor.topLevelKeyCount, cursor.followedTemplate, cursor.outOfRoom
+                )
+            }
+        }
+        var (canonical, signature, flat, topKeys, followed, outOfRoom) = scan(&keys)
+        if outOfRoom, keys.count < Self.maxOpenKeys {
+            keys = [KeyMark](repeating: KeyMark(start: nil, count: 0, prefix: 0), count: Self.maxOpenKeys)
+            (canonical, signature, flat, topKeys, followed, outOfRoom) = scan(&keys)
         }
         topLevelKeys = signature
         isFlat = flat
@@ -248,6 +258,8 @@ private struct Cursor {
     /// The top-level object's keys: how many, and whether they were exactly the template's.
     var topLevelKeyCount = 0
     var followedTemplate = false
+    /// The objects open at once held more keys than `keys` has room for.
+    var outOfRoom = false
 
     init(
         position: UnsafePointer<UInt8>, end: UnsafePointer<UInt8>, keys: UnsafeMutableBufferPointer<KeyMark>,
@@ -293,7 +305,11 @@ private struct Cursor {
         var index = 0
         while true {
             guard position < end, position.pointee == UInt8(ascii: "\"") else { return false }
-            guard keyCount - first < Self.maxKeysPerObject, keyCount < keys.count else { return false }
+            guard keyCount - first < Self.maxKeysPerObject else { return false }
+            guard keyCount < keys.count else {
+                outOfRoom = true
+                return false
+            }
             if following, index < template.count, matchesTemplateKey(index) {
                 // The key in this place in the last object: known valid, and unique among the ones before it.
                 let key = template[index]

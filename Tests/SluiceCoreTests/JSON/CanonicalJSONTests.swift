@@ -47,6 +47,32 @@ struct CanonicalJSONTests {
         }
     }
 
+    /// A scanner starts with room for one object's keys and grows it to 1,024 keys open at once for the first text
+    /// that needs more: nested objects of 64 keys each are still checked for repeats at every level.
+    @Test func objectsOpenAtOnceMayHoldManyKeys() {
+        func object(_ prefix: String, _ count: Int, last: String = "") -> String {
+            "{" + (0..<count).map { "\"\(prefix)\($0)\":\($0)" }.joined(separator: ",") + last + "}"
+        }
+        // 64, 64 and 64 keys open at once, then 15 levels of 64 (960 keys open), then 17 (over the 1,024).
+        let three = object("a", 63, last: ",\"b\":" + object("b", 63, last: ",\"c\":" + object("c", 64)))
+        #expect(canonical(three))
+        #expect(!canonical(three.replacingOccurrences(of: "\"c63\"", with: "\"c62\"")), "a repeat at the third level")
+        #expect(!canonical(three.replacingOccurrences(of: "\"b62\"", with: "\"b61\"")), "a repeat at the second level")
+        func nested(_ levels: Int) -> String {
+            (0..<levels).reversed().reduce("1") { inner, level in
+                object("k\(level)_", 63, last: ",\"next\":" + inner)
+            }
+        }
+        #expect(canonical(nested(16)))
+        #expect(!canonical(nested(17)), "1,088 keys open at once")
+        // One scanner: small text after the large, and the large again.
+        var scanner = CanonicalJSONScanner()
+        for text in [#"{"a":1}"#, three, #"{"a":1}"#, nested(16), nested(17), three] {
+            let accepted = Array(text.utf8).withUnsafeBufferPointer { scanner.isCanonical($0) }
+            #expect(accepted == (text != nested(17)))
+        }
+    }
+
     @Test func invalidTextIsNever() {
         for text in [
             "", "{", "}", #"{"a"}"#, #"{"a":}"#, #"{"a":1,}"#, "[1,]", "01", "1.", ".5", "-", "tru", "nul",
