@@ -246,4 +246,165 @@ struct FileSourceEndToEndTests {
         // The path the file was found under: a file renamed out of the globs keeps it.
         #expect(events.allSatisfy { $0["file"] == .string(log) })
     }
+
+    /// A file that starts with the line of a file read further before, but is shorter than where that one was
+    /// left (rewritten while Sluice was stopped, or a new log under the same header), is new content: read from
+    /// its start, said once. Taken for a truncation it had been truncated again at every look: nothing read, a
+    /// core busy.
+    @Test func aFileShorterThanItsCheckpointIsReadFromItsStart() throws {
+        let pipeline = try TemporaryPipeline(inItsDirectory: Self.pipeline)
+        let directory = pipeline.directory.path
+        defer { pipeline.remove() }
+        let log = directory + "/app.log"
+        try "time,level,message\n1,info,a\n2,info,b\n3,info,c\n".write(toFile: log, atomically: true, encoding: .utf8)
+        let first = SluiceProcess(["run", pipeline.path])
+        try first.start()
+        var lines: [String] = []
+        var partial = Data()
+        Self.readLines(first, until: 4, into: &lines, &partial)
+        kill(first.process.processIdentifier, SIGTERM)
+        #expect(first.waitForExit() == 0)
+        #expect(lines.count == 4)
+
+        let rewritten = "time,level,message\n4,error,d\n"
+        try rewritten.write(toFile: log, atomically: true, encoding: .utf8)
+        let second = SluiceProcess(["run", pipeline.path])
+        try second.start()
+        lines = []
+        partial = Data()
+        Self.readLines(second, until: 2, into: &lines, &partial)
+        #expect(second.waitForErrorText("holds \(rewritten.utf8.count) bytes; reading it from its start"))
+        // A second of looks every 50 ms: none of them may count a rotation.
+        Self.readLines(second, until: 3, into: &lines, &partial, waitingAtMost: 1)
+        kill(second.process.processIdentifier, SIGTERM)
+        #expect(second.waitForExit() == 0)
+        #expect(lines == ["time,level,message", "4,error,d"])
+        let source = try #require(try pipeline.finalComponent("app"))
+        #expect(source.int("rotations_total") == 0)
+    }
+
+    /// More matching files than the process may open: the source leaves descriptors to the rest of Sluice (run out
+    /// of them, libdispatch stopped the process with SIGILL), says so once, and opens the others as files close.
+    @Test func moreFilesThanDescriptorsWaitTheirTurn() throws {
+        let pipeline = try TemporaryPipeline(inItsDirectory: { directory in
+            """
+            sources:
+              app: {type: file, include: ["\(directory)/logs/*.log"], glob_interval_ms: 50}
+            sinks:
+              out: {type: stdout, inputs: [app], encoding: text}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """
+        })
+        let directory = pipeline.directory.path
+        defer { pipeline.remove() }
+        let total = 400
+        try FileManager.default.createDirectory(atPath: directory + "/logs", withIntermediateDirectories: true)
+        for index in 0..<total {
+            try "file \(index)\n".write(toFile: directory + "/logs/\(index).log", atomically: false, encoding: .utf8)
+        }
+        // 320 descriptors, 256 of them left to the rest: at most 64 files open at once.
+        let child = SluiceProcess(["run", pipeline.path], descriptorLimit: 320)
+        try child.start()
+        var lines: [String] = []
+        var partial = Data()
+        let deadline = Date().addingTimeInterval(90)
+        var deleted = 0
+        // Each file read is deleted: closed a second later, it makes room for the files that wait.
+        while Set(lines).count < total, Date() < deadline, child.process.isRunning {
+            Self.readLines(child, until: Set(lines).count + 1, into: &lines, &partial, waitingAtMost: 2)
+            for line in lines[deleted...] { unlink(directory + "/logs/\(line.dropFirst(5)).log") }
+            deleted = lines.count
+        }
+        #expect(child.process.isRunning, "stopped: \(child.errorText.suffix(300))")
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0)
+        #expect(Set(lines) == Set((0..<total).map { "file \($0)" }))
+        #expect(lines.count == total)
+        let waits = child.errorText.components(separatedBy: "matching files wait to be opened").count - 1
+        #expect(waits >= 1 && waits < 10, "\(child.errorText.prefix(500))")
+    }
+
+    /// Thousands of files cost little: each file's decoder shares the source's JSON scanners (with two of its own,
+    /// 10,000 files took 650 MB), and matching the globs again is linear (its repeated-path check compared every path
+    /// with every other: half a core at 10,000 files).
+    @Test(.enabled(if: mayOpen(2_400), "the hard descriptor limit (ulimit -Hn) is below 2,400"))
+    func thousandsOfFilesCostLittleMemory() throws {
+        let total = 2_000
+        let pipeline = try TemporaryPipeline(inItsDirectory: { directory in
+            """
+            sources:
+              app: {type: file, include: ["\(directory)/logs/*.log"], decoding: json}
+            sinks:
+              out: {type: stdout, inputs: [app]}
+            metrics: {interval_secs: 0, to: "$METRICS", format: json}
+            """
+        })
+        let directory = pipeline.directory.path
+        defer { pipeline.remove() }
+        try FileManager.default.createDirectory(atPath: directory + "/logs", withIntermediateDirectories: true)
+        for index in 0..<total {
+            try "{\"file\":\(index)}\n".write(
+                toFile: directory + "/logs/\(index).log", atomically: false, encoding: .utf8)
+        }
+        let child = SluiceProcess(["run", pipeline.path], descriptorLimit: total + 400)
+        try child.start()
+        var lines: [String] = []
+        var partial = Data()
+        Self.readLines(child, until: total, into: &lines, &partial)
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0)
+        #expect(Set(lines) == Set((0..<total).map { "{\"file\":\($0)}" }))
+        let report = try #require(try pipeline.reports().last)
+        let rss = try #require(report.int("process", "max_rss_bytes"))
+        // 21 MiB here (debug build); with two scanners for each file, 141 MiB.
+        #expect(rss < 80 << 20, "max RSS \(rss >> 20) MiB for \(total) files")
+    }
+
+    /// Whether this process may raise its descriptor limit to `count`.
+    static func mayOpen(_ count: Int) -> Bool {
+        var limit = rlimit()
+        return geteuid() == 0
+            || (getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_max >= count)
+    }
+
+    /// A write-only file, which root cannot open to read either (it opens any file of mode 000).
+    static let writeOnly = "/proc/sys/vm/compact_memory"
+    static var canMakeAFileThatCannotBeOpened: Bool {
+        geteuid() != 0 || (access(writeOnly, F_OK) == 0 && open(writeOnly, O_RDONLY) < 0)
+    }
+
+    /// A matching file that cannot be opened is named once, not at every look.
+    @Test(.enabled(if: canMakeAFileThatCannotBeOpened, "running as root, and \(writeOnly) is missing or readable"))
+    func aFileThatCannotBeOpenedIsNamedOnce() throws {
+        let asRoot = geteuid() == 0
+        let writeOnly = Self.writeOnly
+        let pipeline = try TemporaryPipeline(inItsDirectory: { directory in
+            """
+            sources:
+              app: {type: file, include: ["\(directory)/*.log"\(asRoot ? ", \"\(writeOnly)\"" : "")], glob_interval_ms: 20}
+            sinks:
+              out: {type: stdout, inputs: [app], encoding: text}
+            """
+        })
+        let directory = pipeline.directory.path
+        defer { pipeline.remove() }
+        try "readable\n".write(toFile: directory + "/a.log", atomically: false, encoding: .utf8)
+        let unreadable = asRoot ? writeOnly : directory + "/b.log"
+        if !asRoot {
+            try "closed\n".write(toFile: unreadable, atomically: false, encoding: .utf8)
+            chmod(unreadable, 0)
+        }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        var lines: [String] = []
+        var partial = Data()
+        Self.readLines(child, until: 1, into: &lines, &partial)
+        // Fifty looks or so.
+        Self.readLines(child, until: 2, into: &lines, &partial, waitingAtMost: 1)
+        kill(child.process.processIdentifier, SIGTERM)
+        #expect(child.waitForExit() == 0)
+        let warnings = child.errorText.components(separatedBy: "cannot open '\(unreadable)'").count - 1
+        #expect(warnings == 1, "\(child.errorText.prefix(600))")
+        #expect(lines == ["readable"])
+    }
 }

@@ -57,6 +57,7 @@ final class FileSource: Source {
             readThrough: place?.readThrough ?? [:])
         let figures = Mutex<[String: FileFigures]>([:])
         let rotations = Atomic<Int>(0)
+        let waiting = Atomic<Int>(0)
         let multiline = MultilineCounters()
         let hasMultiline = config.multiline != nil
         context.metrics.provideDetails {
@@ -64,6 +65,7 @@ final class FileSource: Source {
             for (path, file) in figures.locked({ $0 }).sorted(by: { $0.key < $1.key }) { files[path] = file.json }
             var details: JSONObject = [
                 "files": .object(files), "rotations_total": .int(Int64(rotations.load(ordering: .relaxed))),
+                "files_waiting": .int(Int64(waiting.load(ordering: .relaxed))),
             ]
             if hasMultiline, case .object(let counts)? = multiline.details["multiline"] {
                 details["multiline"] = .object(counts)
@@ -82,6 +84,7 @@ final class FileSource: Source {
             let totals = tailer.multilineTotals
             multiline.update(cuts: totals.cuts, joined: totals.joined)
             rotations.store(tailer.rotations, ordering: .relaxed)
+            waiting.store(tailer.waitingFiles, ordering: .relaxed)
             figures.locked { $0 = tailer.figures }
         }
         var nextScan = Int64.min
@@ -145,6 +148,20 @@ struct Tailer {
     private var closedMultiline = (cuts: 0, joined: 0)
     /// Renames and truncations seen, over every file.
     private(set) var rotations = 0
+    /// Files that matched but could not be opened at the last scan.
+    private var unopened: Set<FileIdentity> = []
+    /// Matching files not opened at the last scan because the process's descriptors are nearly all in use
+    /// (`files_waiting`).
+    private(set) var waitingFiles = 0
+    /// Files that waited at the first scan: `read_from: end` applies to them when they are opened.
+    private var presentAtStart: Set<FileIdentity> = []
+    /// Descriptors kept free for the rest of the process: sockets, checkpoints, libdispatch's /proc reads.
+    static let reservedDescriptors = 256
+    /// The process's descriptor limit (`ulimit -n`) and the lowest descriptor number a file may be given.
+    private let descriptorLimit: Int
+    private let descriptorCeiling: Int32
+    /// The JSON scanners every file's decoder uses: files are read one at a time, on this task.
+    private let scanners = LineDecoder.makeScanners()
 
     /// Follows the files `config` matches; each known one resumes where `readThrough` (a replaced instance's
     /// reading) or else `checkpoints` (a previous run's) says.
@@ -156,6 +173,10 @@ struct Tailer {
         self.context = context
         self.checkpoints = checkpoints
         self.readThrough = readThrough
+        var limit = rlimit()
+        descriptorLimit =
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 ? Int(clamping: limit.rlim_cur) : 1024
+        descriptorCeiling = Int32(clamping: max(16, descriptorLimit - Self.reservedDescriptors))
     }
 
     /// What one round produced: batches to send, where the files' finished lines now end, and whether anything
@@ -177,12 +198,27 @@ struct Tailer {
     /// Matches the globs: opens files not seen before, notes renames, and marks files no longer matched.
     mutating func scan(firstScan: Bool) {
         var seen: Set<Int> = []
+        var stillUnopened: Set<FileIdentity> = []
+        defer { unopened = stillUnopened }
+        // Matching files left unopened for want of descriptors.
+        var waiting = 0
+        defer {
+            if waiting > 0, waitingFiles == 0 {
+                context.log.warning(
+                    "\(context.id): \(waiting) matching files wait to be opened: \(files.count) are open, and the "
+                        + "process may open \(descriptorLimit) descriptors (ulimit -n), \(Self.reservedDescriptors) "
+                        + "of them kept for the rest of Sluice; they are opened as others close")
+            }
+            waitingFiles = waiting
+        }
+        // By device and inode: a directory of thousands of logs is scanned every `glob_interval_ms`.
+        var opened: [FileIdentity: Int] = [:]
+        for index in files.indices { opened[files[index].identity] = index }
         for path in matchedPaths() {
             var info = stat()
             guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-            let device = UInt64(info.st_dev)
-            let inode = UInt64(info.st_ino)
-            if let index = files.firstIndex(where: { $0.device == device && $0.inode == inode }) {
+            let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+            if let index = opened[identity] {
                 if files[index].path != path, !seen.contains(index) {
                     // Renamed (rotated): the same file under a new name; reading goes on.
                     files[index].rotations += 1
@@ -193,20 +229,41 @@ struct Tailer {
                 seen.insert(index)
                 continue
             }
+            guard waiting == 0 else {
+                waiting += 1
+                if firstScan { presentAtStart.insert(identity) }
+                continue
+            }
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            // The lowest free number is handed out: at this one, every descriptor below it is in use. A process
+            // out of descriptors fails wherever it next needs one (libdispatch stops the process when it cannot
+            // open a thread's /proc entry), so the last ones are left to the rest of Sluice.
+            if descriptor >= descriptorCeiling {
+                Glibc.close(descriptor)
+                waiting = 1
+                if firstScan { presentAtStart.insert(identity) }
+                continue
+            }
             guard descriptor >= 0 else {
-                context.log.warning("\(context.id): cannot open '\(path)': \(String(cString: strerror(errno)))")
+                // Said once, not at every scan, while the same file stays unreadable.
+                if unopened.insert(identity).inserted {
+                    context.log.warning(
+                        "\(context.id): cannot open '\(path)': \(String(cString: strerror(errno))); "
+                            + "trying again every \(config.globIntervalMillis) ms")
+                }
+                stillUnopened.insert(identity)
                 continue
             }
             var file = TailedFile(
-                path: path, device: device, inode: inode, descriptor: descriptor, offset: 0,
+                path: path, identity: identity, descriptor: descriptor, offset: 0,
                 splitter: LineSplitter(maxLineBytes: config.maxLineBytes),
                 decoder: LineDecoder(
                     decoding: config.decoding, multiline: config.multiline, sourceID: "\(context.id): \(path)",
-                    log: context.log))
+                    log: context.log, scanners: scanners))
             file.size = Int64(info.st_size)
             // Read from the end only for files there at the start: a file that appears later is new content.
-            file.offset = firstScan && config.readFrom == .end ? file.size : 0
+            let wasThere = firstScan || presentAtStart.remove(identity) != nil
+            file.offset = wasThere && config.readFrom == .end ? file.size : 0
             files.append(file)
             seen.insert(files.count - 1)
         }
@@ -222,6 +279,7 @@ struct Tailer {
 
     private func matchedPaths() -> [String] {
         var paths: [String] = []
+        var listed: Set<String> = []
         for pattern in config.include {
             var found = glob_t()
             defer { globfree(&found) }
@@ -233,7 +291,7 @@ struct Tailer {
                 let excluded = config.exclude.contains { pattern in
                     fnmatch(pattern, pattern.contains("/") ? path : name, 0) == 0
                 }
-                if !excluded, !paths.contains(path) { paths.append(path) }
+                if !excluded, listed.insert(path).inserted { paths.append(path) }
             }
         }
         return paths
@@ -290,9 +348,18 @@ struct Tailer {
         if files.indices.contains(where: { $0 != index && files[$0].fingerprint == fingerprint && $0 < index }) {
             return false
         }
-        if let offset = readThrough[fingerprint] ?? checkpoints[fingerprint]?.offset {
-            files[index].offset = offset
+        guard let offset = readThrough[fingerprint] ?? checkpoints[fingerprint]?.offset else { return true }
+        // A file shorter than where its first line's file was left is not that file as it was: it was truncated
+        // and written again since (while Sluice was stopped), or it is a new file that starts with the same line
+        // (a header). Its content is new; taken as a truncation it was truncated again every round, read nothing
+        // and kept a core busy.
+        if let size = files[index].currentSize(), size < offset {
+            context.log.warning(
+                "\(context.id): '\(files[index].path)' begins as a file read to byte \(offset) before, but holds "
+                    + "\(size) bytes; reading it from its start")
+            return true
         }
+        files[index].offset = offset
         return true
     }
 

@@ -8,8 +8,7 @@ internal import SluiceCore
 /// file stays readable to its end.
 struct TailedFile {
     var path: String
-    let device: UInt64
-    let inode: UInt64
+    let identity: FileIdentity
     let descriptor: Int32
     /// `nil` until the first line is complete; nothing is read before.
     var fingerprint: FileFingerprint?
@@ -68,6 +67,12 @@ struct TailedFile {
         guard fstat(descriptor, &info) == 0 else { return nil }
         return Int64(info.st_size)
     }
+}
+
+/// What tells open files apart: a rename keeps both, a new file under the old name has a new inode.
+struct FileIdentity: Hashable {
+    let device: UInt64
+    let inode: UInt64
 }
 
 /// The figures of one followed file, in the source's metrics (`files: {<path>: {...}}`).

@@ -24,7 +24,7 @@ struct LineDecoder {
     /// had been neighbours in an array: where it fell in memory decided whether they shared a cache line, and where
     /// they did the same pass-through took 20 % more CPU (stdin -> blackhole 0.22 or 0.27 s for 1,000,000 events,
     /// by whether the file had a `metrics` section, which changed what the allocator had handed out before).
-    private let scanners = Separated([CanonicalJSONScanner(), CanonicalJSONScanner()])
+    private let scanners: Separated<CanonicalJSONScanner>
     /// The lines of the input being decoded, collected before decoding them (the storage is kept).
     private var collected: [CollectedLine] = []
     /// The bytes of lines that are not in the input (the splitter joined them from two reads, and lends them only
@@ -39,11 +39,23 @@ struct LineDecoder {
     /// The most parts a read is cut into.
     static let maxParts = 16
 
-    init(decoding: EventDecoding, multiline: MultilineConfig? = nil, sourceID: String, log: Logger) {
+    /// A decoder of its own, or, with `scanners` (``makeScanners()``), sharing them with other decoders that decode
+    /// on the same task one at a time: the file source's, one per file, which would otherwise each hold two (about
+    /// 60 KB, most of it room for keys).
+    init(
+        decoding: EventDecoding, multiline: MultilineConfig? = nil, sourceID: String, log: Logger,
+        scanners: Separated<CanonicalJSONScanner>? = nil
+    ) {
+        self.scanners = scanners ?? Self.makeScanners()
         self.decoding = decoding
         self.multiline = multiline.map(MultilineAssembler.init)
         self.sourceID = sourceID
         self.log = log
+    }
+
+    /// A scanner for each of the two threads a large input is decoded on.
+    static func makeScanners() -> Separated<CanonicalJSONScanner> {
+        Separated([CanonicalJSONScanner(), CanonicalJSONScanner()])
     }
 
     /// Runs `split`, which calls back with each line, and returns the events decoded from them in batches of at

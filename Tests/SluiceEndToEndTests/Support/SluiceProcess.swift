@@ -34,11 +34,19 @@ final class SluiceProcess: @unchecked Sendable {
     private let stderrDone = DispatchSemaphore(value: 0)
     private let stderrArrived = DispatchSemaphore(value: 0)
 
-    init(_ arguments: [String], environment: [String: String] = [:]) {
+    /// With `descriptorLimit`, the child runs under that `ulimit -n` (set by a shell that then becomes it, so that
+    /// the process id is still the child's).
+    init(_ arguments: [String], environment: [String: String] = [:], descriptorLimit: Int? = nil) {
         // A test that closes a pipe early must see EPIPE, not die of SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
-        process.executableURL = Self.executable
-        process.arguments = arguments
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments =
+                ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", Self.executable.path] + arguments
+        } else {
+            process.executableURL = Self.executable
+            process.arguments = arguments
+        }
         process.currentDirectoryURL = Self.repository
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = input
