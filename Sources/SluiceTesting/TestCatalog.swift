@@ -117,24 +117,34 @@ public struct PassTransformConfig: TransformConfig {
     public static let summary = "Test double: passes events on."
     public var dropEvery = 0
     public var isStateless = false
+    /// `max_events_per_pass: N`: asks the runner for batches of at most N (``Transform/maxEventsPerPass``), and
+    /// with `passes_into: NAME` keeps the size of every batch it is given in ``CollectedEvents`` under NAME.
+    public var maxEventsPerPass: Int?
+    public var passesInto: String?
 
     public init(reading options: ConfigMapping) throws(InvalidConfig) {
         if let every = options.value("drop_every")?.int(in: 0...1_000_000) { dropEvery = every }
         if let stateless = options.value("stateless")?.bool() { isStateless = stateless }
+        maxEventsPerPass = options.value("max_events_per_pass")?.int(in: 1...1_000_000)
+        passesInto = options.value("passes_into")?.string()
         try options.validated()
     }
 
     public func makeTransform(_ context: TransformContext) -> any Transform {
-        PassTransform(dropEvery: dropEvery, byValue: isStateless)
+        PassTransform(
+            dropEvery: dropEvery, byValue: isStateless, maxEventsPerPass: maxEventsPerPass, passesInto: passesInto)
     }
 }
 
 struct PassTransform: Transform {
     let dropEvery: Int
     let byValue: Bool
+    let maxEventsPerPass: Int?
+    let passesInto: String?
     var seen = 0
 
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
+        if let passesInto { CollectedEvents.append([Event(.int(Int64(events.count)))], to: passesInto) }
         guard dropEvery > 0 else { return }
         events.retainEvents { event in
             seen += 1

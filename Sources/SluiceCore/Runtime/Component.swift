@@ -120,6 +120,12 @@ public protocol Transform: Sendable {
     /// `UInt64.max`; it may be earlier than the truth, never later. An event it creates from them carries an
     /// ingest time no later than theirs, so that they stay held until it is finished.
     var oldestHeldIngestNanos: UInt64 { get }
+    /// The most input events one ``process(_:_:)`` should be given, for a transform that may emit many events for
+    /// one input event (a hopping window aggregate: each event can open `size / hop` windows, and each window
+    /// opened past the group limit emits one early); `nil` for no limit. The runner hands a larger batch over in
+    /// parts of this size, sending on what each part made before the next, so that what one pass emits stays
+    /// within the transform's bounds instead of growing with the batch.
+    var maxEventsPerPass: Int? { get }
 }
 
 extension Transform {
@@ -133,6 +139,8 @@ extension Transform {
     public var state: TransformState? { nil }
     /// Nothing held.
     public var oldestHeldIngestNanos: UInt64 { .max }
+    /// At most one event out for one in: any batch at once.
+    public var maxEventsPerPass: Int? { nil }
 }
 
 /// A running sink: it takes batches from its input buffer and writes them out.

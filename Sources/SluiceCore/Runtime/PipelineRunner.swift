@@ -964,8 +964,18 @@ public final class PipelineRunner: Sendable {
         var routed: TransformPass?
         for index in start..<stages.count {
             if index > start { stages[index].metrics.recordReceived(batch.count) }
+            let current = index == start ? step : .process
+            if case .process = current, let limit = stages[index].transform.maxEventsPerPass, batch.count > limit {
+                // In parts, each through the rest of the chain and sent before the next is processed.
+                let whole = exchange(&batch, with: [])
+                for partStart in stride(from: 0, to: whole.count, by: limit) {
+                    var part = Array(whole[partStart..<min(partStart + limit, whole.count)])
+                    await flow(&part, through: &stages, from: index, .process, output)
+                }
+                return
+            }
             var pass = TransformPass(nowMillis: now)
-            switch index == start ? step : .process {
+            switch current {
             case .process: stages[index].transform.process(&batch, &pass)
             case .advance: stages[index].transform.advance(&batch, &pass)
             case .finish(let stopping): stages[index].transform.finish(&batch, &pass, stopping: stopping)

@@ -189,6 +189,72 @@ struct AggregateTransformTests {
         #expect(run.discards[.late] == 1, "its window was emitted")
     }
 
+    /// An event of a hopping aggregate opens up to `size / hop` windows at once: as many of the oldest go as it
+    /// takes to stay within `max_groups` (one went, and a thousand devices' hour-long windows every second held 2.5
+    /// million windows with a limit of 100,000).
+    @Test func hoppingWindowsStayWithinMaxGroups() throws {
+        var run = try Self.run(
+            """
+            {group_by: [.device], window: {type: hopping, size_secs: 10, hop_secs: 1},
+             time: {field: .ts}, aggregations: {n: count()}, max_groups: 15}
+            """)
+        var received = 0
+        for second in 0..<30 {
+            let batch = ["a", "b", "c"].map { Self.reading($0, Double(second)) }
+            received += batch.count
+            run.feed(batch)
+            let state = try #require(run.transform.state)
+            #expect(state.size <= 15, "\(state.size) windows open after second \(second)")
+        }
+        run.finish(stopping: false)
+        let state = try #require(run.transform.state)
+        #expect(state.evictedTotal > 0)
+        #expect(run.created == run.output.count)
+        #expect(received == run.folded + run.discards.total)
+        #expect(run.output.filter { $0["partial"] == true }.count == state.evictedTotal)
+        // Every window an event went to counts it: three devices, each in ten windows a second but at the edges.
+        let counted = run.output.reduce(0) { total, window in
+            guard case .int(let count)? = window["n"] else { return total }
+            return total + Int(count)
+        }
+        #expect(counted <= run.folded * 10 && counted > 0)
+    }
+
+    /// A hopping aggregate asks the runner for parts of `batch / (size / hop)` events, so that what one pass emits
+    /// is bounded by `max_groups` and a batch, not by a batch times the windows an event belongs to; the others
+    /// take any batch whole.
+    @Test func hoppingWindowsTakeBatchesInPartsOfBoundedOutput() throws {
+        let hourly = try TransformHarness.make(
+            "aggregate",
+            "{window: {type: hopping, size_secs: 3600, hop_secs: 1}, time: {field: .ts}, aggregations: {n: count()}}")
+        #expect(hourly.maxEventsPerPass == 1)
+        let minutes = try TransformHarness.make(
+            "aggregate",
+            "{window: {type: hopping, size_secs: 60, hop_secs: 10}, time: {field: .ts}, aggregations: {n: count()}}")
+        #expect(minutes.maxEventsPerPass == EventBuffer.batchEvents / 6)
+        let tumbling = try TransformHarness.make(
+            "aggregate", "{window: {type: tumbling, size_secs: 60}, aggregations: {n: count()}}")
+        #expect(tumbling.maxEventsPerPass == nil)
+    }
+
+    /// Events out of order open a group's windows out of order: each window is still found wherever it is in the
+    /// group's list (the search starts where the last one stopped, and wraps around).
+    @Test func hoppingWindowsOpenedOutOfOrderAreFound() throws {
+        var run = try Self.run(
+            """
+            {window: {type: hopping, size_secs: 4, hop_secs: 2}, time: {field: .ts, allowed_lateness_secs: 100},
+             aggregations: {n: count()}}
+            """)
+        run.feed([Self.reading("a", 5), Self.reading("a", 1), Self.reading("a", 3), Self.reading("a", 7)])
+        run.feed([Self.reading("a", 2), Self.reading("a", 6)])
+        run.finish(stopping: false)
+        // Windows [k, k + 4) for even k; an event at t is in the two with k <= t < k + 4.
+        let expected: [JSONValue] = [(-2, 2, 1), (0, 4, 3), (2, 6, 3), (4, 8, 3), (6, 10, 2)].map { start, end, count in
+            ["window_start": Self.time(start), "window_end": Self.time(end), "n": .int(Int64(count))]
+        }
+        #expect(run.output == expected)
+    }
+
     @Test func badValuesAreErrorsAndNullsAreSkipped() throws {
         var run = try Self.run(
             """

@@ -74,6 +74,41 @@ struct PipelineRunnerTests {
 
     /// A transform with the default buffer whose only input is a transform feeding nothing else runs in that
     /// transform's task: no buffer, `runs_in` names the task's first transform, and every component balances.
+    /// A transform that asks for at most N events a pass (a hopping aggregate) gets larger batches in parts, each
+    /// sent on through the rest of its chain before the next: order and counts are kept, fused or not.
+    @Test func aTransformGetsBatchesNoLargerThanItAsksFor() async throws {
+        let definition = try load(
+            """
+            sources:
+              numbers: {type: counter, count: 5000}
+            transforms:
+              first: {type: pass, inputs: [numbers], drop_every: 7, passes_into: parts-first}
+              limited: {type: pass, inputs: [first], max_events_per_pass: 30, passes_into: parts-limited}
+              after: {type: pass, inputs: [limited], drop_every: 5}
+            sinks:
+              out: {type: collect, inputs: [after], into: parts-out}
+            """)
+        let (outcome, report) = await run(definition)
+        #expect(outcome == RunOutcome(failures: [], outputClosed: false))
+        let first = CollectedEvents.take("parts-first").compactMap { $0.value.intValue }
+        let limited = CollectedEvents.take("parts-limited").compactMap { $0.value.intValue }
+        #expect(first.contains { $0 > 30 }, "the counter sends batches of 100")
+        #expect(limited.allSatisfy { $0 <= 30 }, "\(limited.filter { $0 > 30 })")
+        let kept = (0..<5000).filter { ($0 + 1) % 7 != 0 }
+        #expect(limited.reduce(0, +) == kept.count)
+        let written = CollectedEvents.take("parts-out").compactMap { $0.value.intValue }
+        #expect(written == kept.enumerated().filter { ($0.offset + 1) % 5 != 0 }.map { Int64($0.element) })
+        let byID = Dictionary(uniqueKeysWithValues: report.components.map { ($0.id, $0) })
+        #expect(byID["limited"]?.details["runs_in"] == .string("first"), "parts cut inside a fused chain")
+        for id in ["first", "limited", "after", "out"] {
+            let component = try #require(byID[id])
+            #expect(
+                component.received + component.created == component.sent + component.discarded.total + component.folded,
+                "\(id): \(component)")
+        }
+        #expect(byID["after"]?.received == kept.count && byID["out"]?.received == written.count)
+    }
+
     @Test func chainedTransformsRunFusedAndStillCountEverything() async throws {
         let definition = try load(
             """
