@@ -74,4 +74,58 @@ struct StandardErrorEndToEndTests {
         #expect(process.terminationStatus == 0)
         #expect(text.contains("line 101 is not valid JSON"))
     }
+
+    /// Standard output and error left non-blocking by whoever started Sluice (the flag belongs to the open pipe,
+    /// which Sluice shares with them): a full pipe makes Sluice wait for its reader, as a blocking one does. It had
+    /// failed the sink (`cannot write stdout: Resource temporarily unavailable`, every event of the batch counted
+    /// under error, some of them written).
+    @Test func nonBlockingOutputsAreWaitedFor() throws {
+        let output = Pipe()
+        let errors = Pipe()
+        for descriptor in [output.fileHandleForWriting.fileDescriptor, errors.fileHandleForWriting.fileDescriptor] {
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        }
+        // Standard error full from the start: Sluice's first message finds no room.
+        var filler = [UInt8](repeating: UInt8(ascii: "#"), count: 1 << 16)
+        while write(errors.fileHandleForWriting.fileDescriptor, &filler, filler.count) > 0 {}
+        let process = Process()
+        process.executableURL = SluiceProcess.executable
+        // 100,000 readings (18 MB), 100 of which fail the map (a warning): stdout fills too.
+        process.arguments = ["run", "/dev/stdin", "--metrics-interval", "0", "--metrics-to", "stderr"]
+        process.currentDirectoryURL = SluiceProcess.repository
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        try input.fileHandleForWriting.write(
+            contentsOf: Data(
+                """
+                sources:
+                  fleet: {type: simulator, devices: 50, rate: max, count: 100000, seed: 3}
+                transforms:
+                  check: {type: map, inputs: [fleet], set: {ratio: ".battery / (.seq % 1000)"}}
+                sinks:
+                  out: {type: stdout, inputs: [check]}
+                """.utf8))
+        try input.fileHandleForWriting.close()
+        // Nothing read for a while: both pipes are full and Sluice waits.
+        usleep(500_000)
+        let errorText = Mutex(Data())
+        let errorsRead = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let data = errors.fileHandleForReading.readDataToEndOfFile()
+            errorText.withLock { $0 = data }
+            errorsRead.signal()
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(errorsRead.wait(timeout: .now() + 30) == .success)
+        let text = String(decoding: errorText.withLock { $0 }, as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(text.suffix(500))")
+        #expect(data.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) } == 100_000 - 100)
+        #expect(!text.contains("Resource temporarily unavailable"), "\(text.suffix(500))")
+        #expect(text.contains("division by zero"), "\(text.prefix(500))")
+    }
 }

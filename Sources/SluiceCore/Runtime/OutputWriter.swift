@@ -128,7 +128,7 @@ public final class OutputWriter: Sendable {
         }
     }
 
-    /// Runs on the queue: loops over partial writes and `EINTR`. A chunk is whole lines; when a file write fails
+    /// Runs on the queue: loops over partial writes, `EINTR` and a full non-blocking descriptor. A chunk is whole lines; when a file write fails
     /// partway (a full disk), the part written is cut off again, so no event is ever left half written.
     private func writeNow(_ bytes: [UInt8]) -> OutputError? {
         if let failed = failure.locked({ $0 }) { return failed }
@@ -141,6 +141,13 @@ public final class OutputWriter: Sendable {
                 if written >= 0 {
                     offset += written
                 } else if errno == EINTR {
+                    continue
+                } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                    // A descriptor whoever started Sluice left non-blocking (the flag is the open file's, shared
+                    // with them, so it stays): wait on this queue until the reader makes room, as a blocking
+                    // write would. A broken or closed reader then shows in the next write.
+                    var ready = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&ready, 1, -1)
                     continue
                 } else if errno == EPIPE {
                     error = .closedByReader
