@@ -159,7 +159,7 @@ public enum SluiceCommand {
         case .stderr: metricsWriter = OutputWriter.standardError
         case .file(let path):
             do {
-                metricsWriter = try OutputWriter.open(path: path, append: false)
+                metricsWriter = try await OutputWriter.open(path: path, append: false)
             } catch {
                 printError("sluice: error: metrics: \(error)")
                 return .runtimeFailure

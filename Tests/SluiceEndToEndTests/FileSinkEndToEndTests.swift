@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import SluiceCore
 import Testing
@@ -63,6 +64,60 @@ struct FileSinkEndToEndTests {
             #expect(lines.count == sent)
             #expect(sent > 1000, "a quarter MiB holds more than 1,000 events")
             #expect(lines == (0..<lines.count).map(sensorLine))
+        }
+    }
+
+    /// A `file` sink whose path is a named pipe waits for a reader to open it, as `cmd > fifo` does, without holding
+    /// the rest of the pipeline: the open waits on a Dispatch thread. On one of the two threads of Swift's
+    /// cooperative pool, two such sinks had stopped everything, stdout and the metrics reports included.
+    @Test func fileSinksWaitingForAReaderHoldNothingElse() throws {
+        let pipeline = try TemporaryPipeline(inItsDirectory: { directory in
+            """
+            sources:
+              readings: {type: simulator, devices: 5, rate: 1000, count: 300, seed: 9}
+            sinks:
+              first: {type: file, inputs: [readings], path: "\(directory)/first.fifo"}
+              second: {type: file, inputs: [readings], path: "\(directory)/second.fifo"}
+              out: {type: stdout, inputs: [readings]}
+            metrics: {interval_secs: 1, to: "$METRICS", format: json}
+            """
+        })
+        let directory = pipeline.directory.path
+        defer { pipeline.remove() }
+        for name in ["first", "second"] { #expect(mkfifo(directory + "/\(name).fifo", 0o644) == 0) }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        // Every reading reaches stdout, and reports are written, while nobody reads the pipes.
+        var lines = 0
+        let deadline = Date().addingTimeInterval(30)
+        while lines < 300, Date() < deadline {
+            guard let chunk = child.readChunkIfAvailable(waitingMillis: 500) else { continue }
+            lines += chunk.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+        }
+        #expect(lines == 300)
+        #expect(pipeline.waitForReport("out") { $0.int("sent_events_total") == 300 })
+        #expect(child.process.isRunning, "the file sinks still wait")
+        // Readers come: each pipe gets every reading, and the run ends.
+        let readers = [directory + "/first.fifo", directory + "/second.fifo"].map(PipeReader.init)
+        #expect(child.waitForExit() == 0)
+        for reader in readers {
+            #expect(reader.done.wait(timeout: .now() + 30) == .success)
+            #expect(reader.data.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) } == 300)
+        }
+    }
+}
+
+/// Reads a named pipe to its end on a thread of its own.
+private final class PipeReader: @unchecked Sendable {
+    // @unchecked: `data` is written by the reading thread before it signals `done`, and read only after a wait on it.
+    var data = Data()
+    let done = DispatchSemaphore(value: 0)
+
+    init(_ path: String) {
+        Thread.detachNewThread {
+            self.data = FileHandle(forReadingAtPath: path)?.readDataToEndOfFile() ?? Data()
+            self.done.signal()
         }
     }
 }

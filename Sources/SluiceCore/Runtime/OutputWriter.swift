@@ -60,11 +60,24 @@ public final class OutputWriter: Sendable {
         self.queue = DispatchQueue(label: "sluice.output.\(name)")
     }
 
-    /// Opens `path` for writing, creating it if needed, and appending or truncating.
-    public static func open(path: String, append: Bool) throws(OutputError) -> OutputWriter {
+    /// Opens `path` for writing, creating it if needed, and appending or truncating. The open runs on a Dispatch
+    /// thread: a named pipe (FIFO) is not open until a reader opens it too, and waiting for that on one of the two
+    /// threads of Swift's cooperative pool held half the pipeline (two such sinks, all of it).
+    public static func open(path: String, append: Bool) async throws(OutputError) -> OutputWriter {
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
-        let descriptor = Glibc.open(path, flags, 0o644)
-        guard descriptor >= 0 else { throw .failed("cannot open '\(path)': \(String(cString: strerror(errno)))") }
+        let opened: Result<Int32, OutputError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let descriptor = Glibc.open(path, flags, 0o644)
+                let result: Result<Int32, OutputError> =
+                    descriptor >= 0
+                    ? .success(descriptor)
+                    : .failure(.failed("cannot open '\(path)': \(String(cString: strerror(errno)))"))
+                ThreadSanitizerHandOff.send()
+                continuation.resume(returning: result)
+            }
+        }
+        ThreadSanitizerHandOff.receive()
+        let descriptor = try opened.get()
         return OutputWriter(fileDescriptor: descriptor, name: "'\(path)'", ownsDescriptor: true, rewinds: true)
     }
 

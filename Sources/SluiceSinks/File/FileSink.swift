@@ -5,7 +5,7 @@ struct FileSink: Sink {
     let config: FileSinkConfig
 
     func run(_ input: EventBuffer, _ context: SinkContext) async throws {
-        let writer = try OutputWriter.open(path: config.path, append: config.mode == .append)
+        let writer = try await OutputWriter.open(path: config.path, append: config.mode == .append)
         do {
             try await LineWriting(format: config.format, writer: writer).run(input, context)
         } catch {
