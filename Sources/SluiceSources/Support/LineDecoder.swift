@@ -40,8 +40,7 @@ struct LineDecoder {
     static let maxParts = 16
 
     /// A decoder of its own, or, with `scanners` (``makeScanners()``), sharing them with other decoders that decode
-    /// on the same task one at a time: the file source's, one per file, which would otherwise each hold two (about
-    /// 60 KB, most of it room for keys).
+    /// on the same task one at a time: the file source's, one per file, which would otherwise each hold two.
     init(
         decoding: EventDecoding, multiline: MultilineConfig? = nil, sourceID: String, log: Logger,
         scanners: Separated<CanonicalJSONScanner>? = nil
