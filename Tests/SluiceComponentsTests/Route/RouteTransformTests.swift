@@ -147,4 +147,47 @@ struct RouteConfigTests {
         #expect(route.sent == 3, "each event counts once, however many routes it went to")
         #expect(route.discarded[.unmatched] == 1, "nothing reads _unmatched")
     }
+
+    /// Who reads a component, and each of its outputs, is kept in an index beside the components: it answers as a
+    /// search of every component's inputs does, through named outputs read together, fan-out and fan-in, and again
+    /// after the components change.
+    @Test func readersAreFoundAsASearchOfEveryInputFindsThem() throws {
+        var definition = try #require(
+            ComponentHarness.load(
+                """
+                sources:
+                  a: {type: stdin}
+                  b: {type: simulator, rate: 1, seed: 1}
+                transforms:
+                  r: {type: route, inputs: [a, b], routes: {hot: ".t > 1", cold: ".t <= 1"}}
+                  m: {type: map, inputs: [r.hot, r._unmatched], set: {x: "1"}}
+                  f: {type: filter, inputs: [r.cold, a], condition: "true"}
+                sinks:
+                  both: {type: stdout, inputs: [r.hot, r.cold, m]}
+                  rest: {type: blackhole, inputs: [f, m, b]}
+                """
+            ).definition)
+        func check(_ definition: PipelineDefinition, sourceLocation: SourceLocation = #_sourceLocation) {
+            for component in definition.components {
+                let searched = definition.components.filter { reader in
+                    reader.inputs.contains { InputReference($0).id == component.id }
+                }.map(\.id)
+                #expect(definition.allConsumers(of: component.id) == searched, sourceLocation: sourceLocation)
+                for output in [nil, "hot", "cold", "_unmatched", "none"] {
+                    let reference = output.map { "\(component.id).\($0)" } ?? component.id
+                    #expect(
+                        definition.consumers(of: component.id, output: output)
+                            == definition.components.filter { $0.inputs.contains(reference) }.map(\.id),
+                        "\(reference)", sourceLocation: sourceLocation)
+                }
+            }
+        }
+        check(definition)
+        #expect(definition.allConsumers(of: "r") == ["m", "f", "both"])
+        #expect(definition.consumers(of: "r", output: "hot") == ["m", "both"])
+        definition.components.removeAll { $0.id == "m" }
+        check(definition)
+        #expect(definition.allConsumers(of: "r") == ["f", "both"])
+    }
+
 }
