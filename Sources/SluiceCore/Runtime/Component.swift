@@ -124,7 +124,8 @@ public protocol Transform: Sendable {
     /// one input event (a hopping window aggregate: each event can open `size / hop` windows, and each window
     /// opened past the group limit emits one early); `nil` for no limit. The runner hands a larger batch over in
     /// parts of this size, sending on what each part made before the next, so that what one pass emits stays
-    /// within the transform's bounds instead of growing with the batch.
+    /// within the transform's bounds instead of growing with the batch. Stateless transforms that run in a source's
+    /// sending (``TransformConfig/isStateless``) are given whole batches: none of Sluice's asks for parts.
     var maxEventsPerPass: Int? { get }
 }
 
