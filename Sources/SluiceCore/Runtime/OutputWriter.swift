@@ -65,33 +65,34 @@ public final class OutputWriter: Sendable {
     /// threads of Swift's cooperative pool held half the pipeline (two such sinks, all of it).
     public static func open(path: String, append: Bool) async throws(OutputError) -> OutputWriter {
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
-        let opened: Result<Int32, OutputError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let descriptor = Glibc.open(path, flags, 0o644)
-                let result: Result<Int32, OutputError> =
-                    descriptor >= 0
-                    ? .success(descriptor)
-                    : .failure(.failed("cannot open '\(path)': \(String(cString: strerror(errno)))"))
-                ThreadSanitizerHandOff.send()
-                continuation.resume(returning: result)
-            }
+        let opened = await result(on: .global()) { () -> Result<Int32, OutputError> in
+            let descriptor = Glibc.open(path, flags, 0o644)
+            return descriptor >= 0
+                ? .success(descriptor) : .failure(.failed("cannot open '\(path)': \(String(cString: strerror(errno)))"))
         }
-        ThreadSanitizerHandOff.receive()
         let descriptor = try opened.get()
         return OutputWriter(fileDescriptor: descriptor, name: "'\(path)'", ownsDescriptor: true, rewinds: true)
     }
 
     /// Writes all of `bytes`, suspending until they are written.
     public func write(_ bytes: [UInt8]) async throws(OutputError) {
-        let result: OutputError? = await withCheckedContinuation { continuation in
+        if let failure = await Self.result(on: queue, { self.writeNow(bytes) }) { throw failure }
+    }
+
+    /// Runs `work` on `queue` and returns its result, suspending the caller meanwhile (no thread of the cooperative
+    /// pool waits).
+    private static func result<Value: Sendable>(
+        on queue: DispatchQueue, _ work: @escaping @Sendable () -> Value
+    ) async -> Value {
+        let value = await withCheckedContinuation { continuation in
             queue.async {
-                let result = self.writeNow(bytes)
+                let value = work()
                 ThreadSanitizerHandOff.send()
-                continuation.resume(returning: result)
+                continuation.resume(returning: value)
             }
         }
         ThreadSanitizerHandOff.receive()
-        if let result { throw result }
+        return value
     }
 
     /// Queues `line` (whole lines) and returns at once, so that a caller on Swift's cooperative pool never waits
