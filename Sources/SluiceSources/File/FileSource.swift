@@ -229,9 +229,13 @@ struct Tailer {
                 seen.insert(index)
                 continue
             }
-            guard waiting == 0 else {
+            /// Leaves the file for a later scan, when descriptors are free again.
+            func wait() {
                 waiting += 1
                 if firstScan { presentAtStart.insert(identity) }
+            }
+            guard waiting == 0 else {
+                wait()
                 continue
             }
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
@@ -240,8 +244,7 @@ struct Tailer {
             // open a thread's /proc entry), so the last ones are left to the rest of Sluice.
             if descriptor >= descriptorCeiling {
                 Glibc.close(descriptor)
-                waiting = 1
-                if firstScan { presentAtStart.insert(identity) }
+                wait()
                 continue
             }
             guard descriptor >= 0 else {
