@@ -183,6 +183,19 @@ struct HostileInputEndToEndTests {
         #expect(source.balances)
     }
 
+    /// The WebSocket peer in its `frames` mode, sending these frames (opcode 1 for text, 2 for binary, each in so
+    /// many fragments) on its first connection, and the listing it reads them from then (remove it after the test).
+    static func framesPeer(_ frames: [(bytes: [UInt8], opcode: Int, fragments: Int)]) throws
+        -> (peer: WebSocketPeer, listing: URL)
+    {
+        let listing = FileManager.default.temporaryDirectory.appendingPathComponent("frames-\(UUID().uuidString).jsonl")
+        try frames.map { frame in
+            let hex = frame.bytes.map { String(format: "%02x", $0) }.joined()
+            return #"{"hex":"\#(hex)","opcode":\#(frame.opcode),"fragments":\#(frame.fragments)}"#
+        }.joined(separator: "\n").write(to: listing, atomically: true, encoding: .utf8)
+        return (try WebSocketPeer("frames", ["--frames", listing.path]), listing)
+    }
+
     @Test func theWebSocketCorpusIsDeliveredOrCountedMessageByMessage() throws {
         // Each case a message between good ones, every third one in three fragments; last, a 2 MiB message over
         // the 1 MiB limit, fragmented, after which the client must reconnect.
@@ -197,16 +210,13 @@ struct HostileInputEndToEndTests {
         }
         frames.append((Array(repeating: UInt8(ascii: "x"), count: 2 << 20), 4))
         expected.append(#"{"reconnected":1}"#)
-        let listing = FileManager.default.temporaryDirectory.appendingPathComponent("frames-\(UUID().uuidString).jsonl")
-        defer { try? FileManager.default.removeItem(at: listing) }
-        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
-        try frames.enumerated().map { index, frame in
-            let opcode = index % 5 == 4 ? 2 : 1  // binary now and then; invalid UTF-8 in text frames too
-            return #"{"hex":"\#(hex(frame.bytes))","opcode":\#(opcode),"fragments":\#(frame.fragments)}"#
-        }.joined(separator: "\n").write(to: listing, atomically: true, encoding: .utf8)
-
-        let peer = try WebSocketPeer("frames", ["--frames", listing.path])
-        defer { peer.stop() }
+        // Binary now and then; invalid UTF-8 in text frames too.
+        let (peer, listing) = try Self.framesPeer(
+            frames.enumerated().map { index, frame in (frame.bytes, index % 5 == 4 ? 2 : 1, frame.fragments) })
+        defer {
+            peer.stop()
+            try? FileManager.default.removeItem(at: listing)
+        }
         let pipeline = try TemporaryPipeline(
             """
             sources:
@@ -248,12 +258,11 @@ struct HostileInputEndToEndTests {
     @Test func aLargeSplitArrayGoesOnInBatches() throws {
         let count = 1_000_000
         let message = Array(("[" + Array(repeating: "7", count: count).joined(separator: ",") + "]").utf8)
-        let listing = FileManager.default.temporaryDirectory.appendingPathComponent("frames-\(UUID().uuidString).jsonl")
-        defer { try? FileManager.default.removeItem(at: listing) }
-        let hex = message.map { String(format: "%02x", $0) }.joined()
-        try #"{"hex":"\#(hex)","opcode":1,"fragments":4}"#.write(to: listing, atomically: true, encoding: .utf8)
-        let peer = try WebSocketPeer("frames", ["--frames", listing.path])
-        defer { peer.stop() }
+        let (peer, listing) = try Self.framesPeer([(message, 1, 4)])
+        defer {
+            peer.stop()
+            try? FileManager.default.removeItem(at: listing)
+        }
         let pipeline = try TemporaryPipeline(
             """
             sources:
