@@ -146,6 +146,10 @@ struct ExamplePipelinesEndToEndTests {
         // Nobody reads stdout, like a terminal that cannot keep up: the console's drop_oldest buffer must shed load
         // while the lossless archive keeps everything.
         #expect(child.waitForErrorText("buffer_full=", seconds: 30))
+        // A report names one bottleneck, the last pressed component: the archive when its buffer is pressed too in
+        // that interval, as on a loaded CI machine under ThreadSanitizer (6,000 of its 10,000 seen here in a burst).
+        // The archive drains between bursts and the console never does, so a report naming the console must come.
+        #expect(child.waitForErrorText("bottleneck: console", seconds: 30))
         kill(child.process.processIdentifier, SIGTERM)
         _ = child.readAllOutput()
         #expect(child.waitForExit(seconds: 30) == 0)
@@ -154,7 +158,6 @@ struct ExamplePipelinesEndToEndTests {
         let archive = try #require(final.split(separator: "\n").first { $0.hasPrefix("archive") })
         #expect(console.contains("buffer_full="))
         #expect(!archive.contains("buffer_full="))
-        #expect(child.errorText.contains("bottleneck: console"))
     }
 
     @Test func deviceMinuteAveragesFoldEveryReadingIntoItsMinute() throws {
