@@ -52,6 +52,43 @@ struct FileSourceEndToEndTests {
         }
     }
 
+    /// A checkpoint save waits for the disk (its `fsync`). Saves waiting at once, one per core, must not hold the
+    /// rest of the pipeline: on Swift's cooperative pool they held every thread of it. Here each waits at its
+    /// temporary file, made a named pipe, which opens only once a reader comes, as a busy disk syncs only later.
+    @Test func checkpointsWaitingForTheDiskHoldNothingElse() throws {
+        let sources = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        let pipeline = try TemporaryPipeline(inItsDirectory: { directory in
+            let files = (0..<sources).map {
+                "  app\($0): {type: file, include: [\"\(directory)/\($0).log\"], data_dir: \"\(directory)/data\"}"
+            }
+            return """
+                sources:
+                \(files.joined(separator: "\n"))
+                  readings: {type: simulator, devices: 5, rate: 100, count: 400, seed: 9}
+                sinks:
+                  out: {type: stdout, inputs: [readings, \((0..<sources).map { "app\($0)" }.joined(separator: ", "))]}
+                """
+        })
+        let directory = pipeline.directory.path
+        defer { pipeline.remove() }
+        #expect(mkdir(directory + "/data", 0o755) == 0)
+        for source in 0..<sources {
+            try "line of \(source)\n".write(toFile: directory + "/\(source).log", atomically: false, encoding: .utf8)
+            #expect(mkfifo(directory + "/data/app\(source).checkpoints.json.tmp", 0o644) == 0)
+        }
+        let child = SluiceProcess(["run", pipeline.path])
+        try child.start()
+        defer { child.killIfRunning() }
+        // The files' lines come first and are finished at once, so every source saves a checkpoint after a second;
+        // the simulator's readings span four.
+        var lines: [String] = []
+        var partial = Data()
+        Self.readLines(child, until: sources + 400, into: &lines, &partial, waitingAtMost: 30)
+        #expect(lines.count == sources + 400)
+        #expect(lines.filter { $0.contains("\"device\"") }.count == 400)
+        #expect(child.process.isRunning, "the checkpoints still wait")
+    }
+
     @Test(
         .enabled(if: logrotate != nil, "logrotate is not installed (scripts/install-deps installs it)"),
         arguments: ["nocreate", "copytruncate"])

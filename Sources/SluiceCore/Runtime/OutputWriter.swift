@@ -65,7 +65,7 @@ public final class OutputWriter: Sendable {
     /// threads of Swift's cooperative pool held half the pipeline (two such sinks, all of it).
     public static func open(path: String, append: Bool) async throws(OutputError) -> OutputWriter {
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
-        let opened = await result(on: .global()) { () -> Result<Int32, OutputError> in
+        let opened = await DispatchQueue.global().result { () -> Result<Int32, OutputError> in
             let descriptor = Glibc.open(path, flags, 0o644)
             return descriptor >= 0
                 ? .success(descriptor) : .failure(.failed("cannot open '\(path)': \(String(cString: strerror(errno)))"))
@@ -76,23 +76,7 @@ public final class OutputWriter: Sendable {
 
     /// Writes all of `bytes`, suspending until they are written.
     public func write(_ bytes: [UInt8]) async throws(OutputError) {
-        if let failure = await Self.result(on: queue, { self.writeNow(bytes) }) { throw failure }
-    }
-
-    /// Runs `work` on `queue` and returns its result, suspending the caller meanwhile (no thread of the cooperative
-    /// pool waits).
-    private static func result<Value: Sendable>(
-        on queue: DispatchQueue, _ work: @escaping @Sendable () -> Value
-    ) async -> Value {
-        let value = await withCheckedContinuation { continuation in
-            queue.async {
-                let value = work()
-                ThreadSanitizerHandOff.send()
-                continuation.resume(returning: value)
-            }
-        }
-        ThreadSanitizerHandOff.receive()
-        return value
+        if let failure = await queue.result(of: { self.writeNow(bytes) }) { throw failure }
     }
 
     /// Queues `line` (whole lines) and returns at once, so that a caller on Swift's cooperative pool never waits

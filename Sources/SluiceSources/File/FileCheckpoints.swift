@@ -1,3 +1,4 @@
+internal import Dispatch
 internal import SluiceCore
 internal import SluiceSync
 internal import Synchronization
@@ -147,6 +148,9 @@ final class FileCheckpointKeeper: Sendable {
     let loaded: [FileFingerprint: FileCheckpoint]
     /// Saved to by one task at a time: the checkpoint task, which `run` awaits before `pipelineEnded` saves.
     private let store: FileCheckpointStore
+    /// Where saves run: a save waits for the disk (`fsync`), which a busy or remote disk can make last seconds, and
+    /// on the cooperative pool that held one of its threads (with a source per core, all of them) meanwhile.
+    private let saving = DispatchQueue(label: "sluice.file.checkpoints")
     private let state: Mutex<State>
 
     private struct State {
@@ -170,14 +174,16 @@ final class FileCheckpointKeeper: Sendable {
 
     /// Commits what is finished (every event made before `finishedBefore`) and saves it if it changed; a failed
     /// save is reported (to `log`) and tried again next time.
-    func commit(finishedBefore: UInt64, log: Logger?) {
+    func commit(finishedBefore: UInt64, log: Logger?) async {
         let changed = state.locked { state -> [FileFingerprint: FileCheckpoint]? in
             state.committed.merge(state.waiting.takeFinished(before: finishedBefore)) { $1 }
             return state.committed == state.saved ? nil : state.committed
         }
         guard let changed else { return }
+        let store = store
+        let saved = await saving.result { Result { () throws(FileSourceError) in try store.save(changed) } }
         do {
-            try store.save(changed)
+            try saved.get()
             state.locked { $0.saved = changed }
         } catch {
             log?.error("\(error); the checkpoint is saved again in a second")
@@ -186,7 +192,7 @@ final class FileCheckpointKeeper: Sendable {
 }
 
 /// What ends a `file` source: its checkpoint store cannot be used.
-struct FileSourceError: Error, CustomStringConvertible {
+struct FileSourceError: Error, Sendable, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }

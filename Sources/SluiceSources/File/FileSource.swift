@@ -76,7 +76,7 @@ final class FileSource: Source {
         let checkpointer = keeper.map { keeper in
             Task {
                 while (try? await Task.sleep(for: Self.checkpointInterval)) != nil {
-                    keeper.commit(finishedBefore: context.finishedBefore(), log: context.log)
+                    await keeper.commit(finishedBefore: context.finishedBefore(), log: context.log)
                 }
             }
         }
@@ -117,7 +117,7 @@ final class FileSource: Source {
             // The next instance commits from now on; one with another data_dir starts its own checkpoints, so
             // what is finished so far is committed here.
             let keeper = self.keeper.locked { $0.take() }?.0
-            keeper?.commit(finishedBefore: context.finishedBefore(), log: context.log)
+            await keeper?.commit(finishedBefore: context.finishedBefore(), log: context.log)
             context.handOver.leave(
                 Place(readThrough: tailer.readThrough, keeper: keeper, dataDirectory: config.dataDirectory))
         }
@@ -127,7 +127,7 @@ final class FileSource: Source {
     /// or a sink could not deliver some events.
     func pipelineEnded() async {
         guard let (keeper, finishedBefore) = keeper.locked({ $0.take() }) else { return }
-        keeper.commit(finishedBefore: finishedBefore(), log: nil)
+        await keeper.commit(finishedBefore: finishedBefore(), log: nil)
     }
 }
 
