@@ -192,7 +192,7 @@ final class FileCheckpointKeeper: Sendable {
 }
 
 /// What ends a `file` source: its checkpoint store cannot be used.
-struct FileSourceError: Error, Sendable, CustomStringConvertible {
+struct FileSourceError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
