@@ -110,20 +110,13 @@ public final class OutputWriter: Sendable {
 
     /// Waits until everything queued so far is written.
     public func drain() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async { continuation.resume() }
-        }
+        await queue.result {}
     }
 
     /// Closes the descriptor if this writer owns it, after every pending write; waits without holding a thread.
     public func close() async {
         guard ownsDescriptor else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async {
-                _ = Glibc.close(self.fileDescriptor)
-                continuation.resume()
-            }
-        }
+        await queue.result { _ = Glibc.close(self.fileDescriptor) }
     }
 
     /// Runs on the queue: loops over partial writes, `EINTR` and a full non-blocking descriptor. A chunk is whole lines; when a file write fails
