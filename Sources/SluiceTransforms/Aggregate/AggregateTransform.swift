@@ -1,6 +1,7 @@
 internal import SluiceCore
 
-/// One tumbling or hopping window: its bounds and its groups' states, in the order the groups first appeared in it.
+/// One tumbling window, or one pane of hopping windows (see ``AggregateTransform``): its bounds and its groups'
+/// states, in the order the groups first appeared in it.
 struct TimeWindow: Sendable {
     let start: Int64
     let end: Int64
@@ -14,6 +15,11 @@ struct TimeWindow: Sendable {
 /// watermark reaches its end, and an event all of whose windows have closed is discarded under `late`. Processing
 /// time: an event's time is the wall clock when it is processed, and windows close on the wall clock through the
 /// transform's deadline. Every input event is either folded, late, or an error; every output event is created.
+///
+/// Hopping windows are kept as panes, tumbling windows `hop_secs` long: an event folds into the one pane that holds it,
+/// and when a hopping window closes, each group's panes within it are merged into its result (every function
+/// merges exactly: panes cover disjoint times, so `first`, `last` and `collect` keep their order). An event then costs
+/// one fold whatever `size_secs / hop_secs` is, and a group holds one state per hop it had events in.
 ///
 /// An event's group is found by the fingerprint of its group values' text (``Groups``), and the state it folds into
 /// is the one its group's last event went to, most of the time; the states themselves are columns of plain values
@@ -34,8 +40,6 @@ struct AggregateTransform: Transform {
     /// The arguments that must be numbers (or null), and the aggregation that needs each, for messages.
     let numericArguments: [Int]
     let numericNames: [String]
-    /// Each aggregation's `collect` limit (0 for the others), so the hot loop reads no Aggregation.
-    let collectLimits: [Int]
     /// The arguments whose values a function keeps (`first`, `last`, `collect`, `distinct_count`); the others are
     /// only read as numbers (or counted).
     let keepsValue: [Bool]
@@ -60,12 +64,19 @@ struct AggregateTransform: Transform {
 
     var groups: Groups
     var states: WindowStates
-    /// Tumbling and hopping windows, in ascending order of end (each group's states in them are in ``Groups``).
+    /// Tumbling windows, or hopping windows' panes, in ascending order of end (each group's states in them are in
+    /// ``Groups``).
     var windows: [TimeWindow] = []
+    /// Hopping windows ending at or before this have closed (emitted, or closed with no pane in them).
+    var closedThrough = Int64.min
+    /// Scratch for emitting a hopping window: each group's state in it (a pane's, or the panes' merged), and the
+    /// opening of its first pane there; and where in that list each group number is (-1: not in the window).
+    var windowGroups: [(first: Int, state: Int32, merged: Bool)] = []
+    var windowGroupIndex: [Int] = []
     /// Open sessions by end for closing in order. Entries go stale when a session grows or merges; a stale entry is
     /// skipped when it comes up.
     var sessionHeap = SessionHeap()
-    /// Open group windows.
+    /// Open group windows (with hopping windows, counted from each group's panes: see ``windowsOpened(by:of:)``).
     var open = 0
     var evicted = 0
     /// Windows with an end at or before this are closed: the event-time watermark, or the wall clock with
@@ -111,7 +122,7 @@ struct AggregateTransform: Transform {
         }
         numericArguments = numeric.map(\.0)
         numericNames = numeric.map(\.1)
-        collectLimits = config.aggregations.map { $0.function == .collect ? Int($0.parameter) : 0 }
+        let collectLimits = config.aggregations.map { $0.function == .collect ? Int($0.parameter) : 0 }
         let indexes = argumentIndex
         keepsValue = arguments.indices.map { argument in
             zip(config.aggregations, indexes).contains { aggregation, index in
@@ -240,31 +251,19 @@ struct AggregateTransform: Transform {
         // A new group is added only once the event is known to fold somewhere, so that every group held has a
         // state.
         switch window {
-        case .tumbling(let size):
+        case .tumbling(let size), .hopping(let size, hop: _):
+            // A tumbling window, or the pane of hopping windows holding the event: `hop` long, in every window that
+            // starts at most `size - hop` before it. Late only when the last of those windows has closed.
+            let length = if case .hopping(_, let hop) = window { hop } else { size }
             if eventTime < lastStart || eventTime >= lastEnd {
-                lastStart = floorDivide(eventTime, size) * size
-                lastEnd = lastStart + size
+                lastStart = floorDivide(eventTime, length) * length
+                lastEnd = lastStart + length
             }
             let start = lastStart
             guard start + size > watermark else { return late(eventTime, &pass) }
             let group = known ?? groups.add(key, newGroupValues)
             var after = 0
-            add(eventTime, event.ingestNanos, group, toWindow: start, end: start + size, after: &after)
-        case .hopping(let size, let hop):
-            // The windows holding t start at k * hop for t - size < k * hop <= t; the open ones end after the
-            // watermark. Late only when every one has closed.
-            let last = floorDivide(eventTime, hop) * hop
-            var start = last - size + hop
-            guard last + size > watermark else { return late(eventTime, &pass) }
-            let group = known ?? groups.add(key, newGroupValues)
-            // The event's windows in order of end, each looked for in the group's list after the one before.
-            var after = 0
-            while start <= last {
-                if start + size > watermark {
-                    add(eventTime, event.ingestNanos, group, toWindow: start, end: start + size, after: &after)
-                }
-                start += hop
-            }
+            add(eventTime, event.ingestNanos, group, toWindow: start, end: start + length, after: &after)
         case .session(let gap):
             guard eventTime + gap > watermark else { return late(eventTime, &pass) }
             let group = known ?? groups.add(key, newGroupValues)
@@ -378,11 +377,9 @@ struct AggregateTransform: Transform {
         }
     }
 
-    /// Folds the current event into `group`'s state in the window `start..<end`, opening either as needed.
-    /// `after` is where in the group's list of states the search starts (and wraps around), and is left after the
-    /// state found or opened: a hopping event's windows, visited in order of end, are in that order in the list
-    /// when events come in order, so each is found where the search for the last one stopped (searched from the
-    /// start, an hour's windows every second took 6.5 million comparisons an event).
+    /// Folds the current event into `group`'s state in the window (or pane) `start..<end`, opening either as
+    /// needed. `after` is where in the group's list of states the search starts (and wraps around), and is left
+    /// after the state found or opened.
     private mutating func add(
         _ eventTime: Int64, _ ingestNanos: UInt64, _ group: Int32, toWindow start: Int64, end: Int64,
         after: inout Int
@@ -395,17 +392,33 @@ struct AggregateTransform: Transform {
                 state = groups.states[Int(group)][position]
                 after = position + 1
             } else {
+                open += windowsOpened(by: start, of: group)
                 state = states.open(group: group, start: start, end: end)
                 groups.opened(in: group)
                 groups.states[Int(group)].append(state)
                 after = groups.states[Int(group)].count
                 windows[windowIndex(start: start, end: end)].states.append(state)
-                open += 1
             }
             groups.lastEnd[Int(group)] = end
             groups.lastState[Int(group)] = state
         }
         states.fold(state, readings, values, time: eventTime, ingestNanos: ingestNanos)
+    }
+
+    /// How many windows a new state of `group` starting at `start` opens for the group: 1 but for hopping windows,
+    /// where a new pane opens those of the windows holding it (ending `hop` to `size` after it) that have not closed
+    /// and hold none of the group's other panes. Those panes' windows are runs of the same length, so the ones that
+    /// overlap the new pane's are those of its nearest neighbours before and after.
+    private func windowsOpened(by start: Int64, of group: Int32) -> Int {
+        guard case .hopping(let size, let hop) = window else { return 1 }
+        // Windows end on multiples of `hop`: those ending after `low`, up to `high`, are new.
+        var low = max(start, closedThrough == .min ? .min : floorDivide(closedThrough, hop) * hop)
+        var high = start + size
+        for state in groups.states[Int(group)] {
+            let other = states.start[Int(state)]
+            if other < start { low = max(low, other + size) } else { high = min(high, other) }
+        }
+        return high > low ? Int((high - low) / hop) : 0
     }
 
     /// Where in `group`'s list of states the one of the window ending at `end` is, searching from `start` to the end
@@ -452,7 +465,7 @@ struct AggregateTransform: Transform {
             }
             state = taker
             for index in touching.reversed() where list[index] != state {
-                states.merge(list[index], into: state, collectLimits: collectLimits)
+                states.merge(list[index], into: state)
                 release(list[index])
                 list.remove(at: index)
                 open -= 1
@@ -486,9 +499,19 @@ struct AggregateTransform: Transform {
     /// The end of the window that closes first, if any is open.
     private var earliestEnd: Int64? {
         switch window {
-        case .tumbling, .hopping: return windows.first?.end
+        case .tumbling: return windows.first?.end
+        case .hopping(let size, let hop): return nextHoppingEnd(size: size, hop: hop)
         case .session: return sessionHeap.earliestOpenEnd
         }
+    }
+
+    /// The end of the first hopping window still to close that holds a pane: the first pane is in the windows
+    /// ending `hop` to `size` after its start, and those up to ``closedThrough`` have closed (the pane went when the
+    /// last of them did, so one is left).
+    private func nextHoppingEnd(size: Int64, hop: Int64) -> Int64? {
+        guard let first = windows.first else { return nil }
+        guard closedThrough != .min else { return first.start + hop }
+        return max(first.start + hop, floorDivide(closedThrough, hop) * hop + hop)
     }
 
     private mutating func advanceProcessingTime(_ now: Int64, into output: inout [Event], _ pass: inout TransformPass) {
@@ -502,7 +525,7 @@ struct AggregateTransform: Transform {
         through limit: Int64, partial: Bool, into output: inout [Event], _ pass: inout TransformPass
     ) {
         switch window {
-        case .tumbling, .hopping:
+        case .tumbling:
             while let first = windows.first, first.end <= limit {
                 let closing = windows.removeFirst()
                 // Every group of a window shares its bounds: formatted once.
@@ -517,6 +540,18 @@ struct AggregateTransform: Transform {
                 groups.endRound()
                 open -= closing.states.count
             }
+        case .hopping(let size, let hop):
+            while let end = nextHoppingEnd(size: size, hop: hop), end <= limit {
+                emitHoppingWindow(start: end - size, end: end, partial: partial, into: &output, &pass)
+                closedThrough = end
+                // The panes that no open window holds go.
+                while let first = windows.first, first.start + size <= end {
+                    for state in first.states { release(state) }
+                    windows.removeFirst()
+                }
+                groups.endRound()
+            }
+            closedThrough = max(closedThrough, limit)
         case .session:
             while let state = sessionHeap.popOpen(endingBy: limit, states) {
                 let slot = Int(state)
@@ -540,7 +575,8 @@ struct AggregateTransform: Transform {
 
     private var latestEnd: Int64? {
         switch window {
-        case .tumbling, .hopping: return windows.last?.end
+        case .tumbling: return windows.last?.end
+        case .hopping(let size, _): return windows.last.map { $0.start + size }
         case .session: return states.latestEnd
         }
     }
@@ -554,6 +590,50 @@ struct AggregateTransform: Transform {
         evicted += before - open
         watermark = max(watermark, end)
         return open < before
+    }
+
+    /// Emits the hopping window `start..<end`: each group with a pane in it, in the order of the group's first event
+    /// there, its panes merged (a group with one pane there is emitted from that pane's state as it is).
+    private mutating func emitHoppingWindow(
+        start: Int64, end: Int64, partial: Bool, into output: inout [Event], _ pass: inout TransformPass
+    ) {
+        windowGroups.removeAll(keepingCapacity: true)
+        for pane in windows {
+            // The panes are in order, and none starts before `start` (see `nextHoppingEnd`).
+            guard pane.start < end else { break }
+            for state in pane.states {
+                let group = Int(states.group[Int(state)])
+                if group >= windowGroupIndex.count {
+                    windowGroupIndex.append(contentsOf: repeatElement(-1, count: group + 1 - windowGroupIndex.count))
+                }
+                let position = windowGroupIndex[group]
+                guard position >= 0 else {
+                    windowGroupIndex[group] = windowGroups.count
+                    windowGroups.append((states.opened[Int(state)], state, false))
+                    continue
+                }
+                // A second pane of the group: the first is copied into a state of the window's own.
+                if !windowGroups[position].merged {
+                    let merged = states.open(group: Int32(group), start: start, end: end)
+                    states.merge(windowGroups[position].state, into: merged)
+                    windowGroups[position].state = merged
+                    windowGroups[position].merged = true
+                }
+                states.merge(state, into: windowGroups[position].state)
+                windowGroups[position].first = min(windowGroups[position].first, states.opened[Int(state)])
+            }
+        }
+        for entry in windowGroups { windowGroupIndex[Int(states.group[Int(entry.state)])] = -1 }
+        windowGroups.sort { $0.first < $1.first }
+        // Every group of a window shares its bounds: formatted once.
+        let bounds = (
+            JSONValue.string(RFC3339.format(epochMillis: start)), JSONValue.string(RFC3339.format(epochMillis: end))
+        )
+        for entry in windowGroups {
+            emit(entry.state, bounds: bounds, partial: partial, into: &output, &pass)
+            if entry.merged { states.close(entry.state) }
+        }
+        open -= windowGroups.count
     }
 
     /// Appends the event for `state`, whose window's bounds are `bounds` as text.

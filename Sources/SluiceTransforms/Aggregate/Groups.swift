@@ -25,7 +25,7 @@ struct Groups: Sendable {
     var lastEnd: [Int64] = []
     var lastState: [Int32] = []
     /// The group's open states: its sessions, sorted by start, or its windows' states in the order they opened
-    /// (a group has one open window but for a moment after a window ends, or with hopping windows a few).
+    /// (a group has one open window but for a moment after a window ends; with hopping windows, one state per pane).
     var states: [[Int32]] = []
     private var free: [Int32] = []
     /// The round of closing in which the group went idle, or -1 while it has an open state (or is free).

@@ -224,34 +224,41 @@ struct WindowStates: Sendable {
         }
     }
 
-    /// Adds everything `other` holds to `state` (two sessions joined by an event between them); `other` is then
-    /// closed by the caller.
-    mutating func merge(_ other: Int32, into state: Int32, collectLimits: [Int]) {
+    /// Adds everything `other` holds to `state` (two sessions joined by an event between them, or a hopping
+    /// window's panes); `other` is left as it was. Kind by kind through each column's buffer, as folding does, so
+    /// that a merge checks each column's uniqueness once, not once per accumulator.
+    mutating func merge(_ other: Int32, into state: Int32) {
         let (into, from) = (Int(state), Int(other))
         start[into] = Swift.min(start[into], start[from])
         end[into] = Swift.max(end[into], end[from])
         lastTime[into] = Swift.max(lastTime[into], lastTime[from])
         firstIngestNanos[into] = min(firstIngestNanos[into], firstIngestNanos[from])
-        for (position, slot) in layout.slots.enumerated() {
-            switch slot {
-            case .count(let k):
-                counts[into * layout.counts + k] += counts[from * layout.counts + k]
-            case .sum(let k):
-                sums[into * layout.sums + k].merge(sums[from * layout.sums + k])
-            case .moments(let k):
-                moments[into * layout.moments + k].merge(moments[from * layout.moments + k])
-            case .extreme(let k, let isMax):
-                extremes[into * layout.extremes + k].merge(extremes[from * layout.extremes + k], isMax: isMax)
-            case .ordered(let k, let isLast):
-                ordered[into * layout.ordered + k].merge(ordered[from * layout.ordered + k], isLast: isLast)
-            case .sketch(let k):
-                sketches[into * layout.sketches + k].merge(sketches[from * layout.sketches + k])
-            case .distinct(let k):
-                distincts[into * layout.distincts + k].merge(distincts[from * layout.distincts + k])
-            case .collected(let k):
-                collected[into * layout.collected + k].merge(
-                    collected[from * layout.collected + k], limit: collectLimits[position])
-            }
+        Self.merge(&counts, plan.counts, layout.counts, into, from) { total, more, _ in total += more }
+        Self.merge(&sums, plan.sums, layout.sums, into, from) { sum, more, _ in sum.merge(more) }
+        Self.merge(&moments, plan.moments, layout.moments, into, from) { moments, more, _ in moments.merge(more) }
+        Self.merge(&extremes, plan.extremes, layout.extremes, into, from) { extreme, more, step in
+            extreme.merge(more, isMax: step.flag)
+        }
+        Self.merge(&ordered, plan.ordered, layout.ordered, into, from) { ordered, more, step in
+            ordered.merge(more, isLast: step.flag)
+        }
+        Self.merge(&sketches, plan.sketches, layout.sketches, into, from) { sketch, more, _ in sketch.merge(more) }
+        Self.merge(&distincts, plan.distincts, layout.distincts, into, from) { distinct, more, _ in
+            distinct.merge(more)
+        }
+        Self.merge(&collected, plan.collected, layout.collected, into, from) { collected, more, step in
+            collected.merge(more, limit: step.limit)
+        }
+    }
+
+    /// Merges the accumulators of one kind of state `from` into those of state `into`, `width` a state.
+    private static func merge<Accumulator>(
+        _ column: inout [Accumulator], _ steps: [FoldPlan.Step], _ width: Int, _ into: Int, _ from: Int,
+        _ body: (inout Accumulator, Accumulator, FoldPlan.Step) -> Void
+    ) {
+        guard !steps.isEmpty else { return }
+        column.withUnsafeMutableBufferPointer { column in
+            for step in steps { body(&column[into * width + step.slot], column[from * width + step.slot], step) }
         }
     }
 

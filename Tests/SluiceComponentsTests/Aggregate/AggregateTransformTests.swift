@@ -189,6 +189,56 @@ struct AggregateTransformTests {
         #expect(run.discards[.late] == 1, "its window was emitted")
     }
 
+    /// Hopping windows are kept as panes, one state per group and hop, merged when a window closes; what is open
+    /// is still counted in windows (`max_groups` and `open_windows` mean what they did): a group's windows are
+    /// those holding any of its events, whatever order the events come in and whatever gaps lie between them.
+    /// Within a window the groups come in the order of their first event in it, though that event's pane may be
+    /// the window's last.
+    @Test func hoppingWindowsCountTheWindowsOfEveryPaneAndMergeThemInOrder() throws {
+        var run = try Self.run(
+            """
+            {group_by: [.device], window: {type: hopping, size_secs: 30, hop_secs: 10},
+             time: {field: .ts, allowed_lateness_secs: 1000},
+             aggregations: {n: count(), first: first(.temperature), last: last(.temperature),
+                            p50: 'percentile(.temperature, 50)', some: 'collect(.temperature, 2)'}}
+            """)
+        // The windows (by end, in seconds) holding any of `times`: [end - 30, end) for ends on multiples of 10.
+        func windows(_ times: [Int]) -> Set<Int> {
+            Set(times.flatMap { time in stride(from: time / 10 * 10 + 10, through: time / 10 * 10 + 30, by: 10) })
+        }
+        var seen: [String: [Int]] = [:]
+        let arrivals: [(String, Int)] = [
+            ("b", 125), ("a", 105), ("a", 195), ("b", 101), ("a", 145), ("a", 101), ("c", 300), ("a", 165),
+            ("b", 160), ("a", 100),
+        ]
+        for (device, second) in arrivals {
+            run.feed([Self.reading(device, Double(second), .double(Double(second)))])
+            seen[device, default: []].append(second)
+            let open = seen.values.reduce(0) { $0 + windows($1).count }
+            #expect(run.transform.state?.size == open, "after \(device) at \(second) s")
+        }
+        run.finish(stopping: false)
+        #expect(run.transform.state?.size == 0)
+        // Every window of every group once, in order of end, each group's events merged from its panes.
+        let expected = Set(seen.flatMap { device, times in windows(times).map { "\(device)@\($0)" } })
+        let emitted = run.output.compactMap { window -> String? in
+            guard case .string(let device)? = window["device"], case .string(let end)? = window["window_end"],
+                let millis = RFC3339.parse(end)
+            else { return nil }
+            return "\(device)@\((millis - Self.base) / 1000)"
+        }
+        #expect(emitted.count == expected.count && Set(emitted) == expected)
+        // [100, 130) holds b at 125 and 101 and a at 105, 101 and 100: b first (125 came first), its temperatures
+        // (the seconds) in time order, though they came out of order.
+        let window130 = run.output.filter { $0["window_end"] == Self.time(130) }
+        #expect(window130.map { $0["device"] } == ["b", "a"])
+        #expect(window130.map { $0["n"] } == [2, 3])
+        #expect(window130.map { $0["first"] } == [101.0, 100.0] && window130.map { $0["last"] } == [125.0, 105.0])
+        #expect(window130.map { $0["some"] } == [[101.0, 125.0], [100.0, 101.0]])
+        #expect(window130.map { $0["p50"] } == [101.0, 101.0])
+        #expect(run.folded == arrivals.count && run.created == run.output.count)
+    }
+
     /// An event of a hopping aggregate opens up to `size / hop` windows at once: as many of the oldest go as it
     /// takes to stay within `max_groups` (one went, and a thousand devices' hour-long windows every second held 2.5
     /// million windows with a limit of 100,000).
