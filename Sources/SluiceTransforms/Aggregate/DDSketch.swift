@@ -75,19 +75,35 @@ struct DDSketch: Sendable {
 
     /// Adds every value of `other`.
     mutating func merge(_ other: DDSketch) {
-        let wasExact = count <= Self.exactValues
-        count += other.count
-        minimum = Swift.min(minimum, other.minimum)
-        maximum = Swift.max(maximum, other.maximum)
-        if count <= Self.exactValues {
-            exact += other.exact
+        withUnsafePointer(to: other) { other in Self.merge(other, into: &self) }
+    }
+
+    /// Adds every value of the sketch at `other` to the one at `sketch` (another), reading `other` where it lies:
+    /// a hopping window merges its panes' sketches, and a copy of one retained each of its three arrays (a cache
+    /// miss apiece, most of the time it took). Only the parts `other` uses are read, for the same reason: a sketch
+    /// with few values has no buckets, one with many no values kept.
+    static func merge(_ other: UnsafePointer<DDSketch>, into sketch: UnsafeMutablePointer<DDSketch>) {
+        precondition(UnsafePointer(sketch) != other, "A sketch cannot be merged into itself.")
+        let wasExact = sketch.pointee.count <= exactValues
+        let otherCount = other.pointee.count
+        sketch.pointee.count += otherCount
+        sketch.pointee.minimum = Swift.min(sketch.pointee.minimum, other.pointee.minimum)
+        sketch.pointee.maximum = Swift.max(sketch.pointee.maximum, other.pointee.maximum)
+        if otherCount <= exactValues {
+            other.pointee.exact.withUnsafeBufferPointer { values in
+                if sketch.pointee.count <= exactValues {
+                    sketch.pointee.exact.append(contentsOf: values)
+                    return
+                }
+                if wasExact { sketch.pointee.moveExactIntoBuckets() }
+                for value in values { sketch.pointee.addToBuckets(value) }
+            }
             return
         }
-        if wasExact { moveExactIntoBuckets() }
-        for value in other.exact { addToBuckets(value) }
-        zeros += other.zeros
-        positive.merge(other.positive)
-        negative.merge(other.negative)
+        if wasExact { sketch.pointee.moveExactIntoBuckets() }
+        sketch.pointee.zeros += other.pointee.zeros
+        sketch.pointee.positive.merge(other.pointee.positive)
+        sketch.pointee.negative.merge(other.pointee.negative)
     }
 
     /// The value at quantile `q` (0...1): the item of rank `⌊q (n − 1)⌋` in sorted order, within α of it (exact at
@@ -120,7 +136,11 @@ struct DDSketch: Sendable {
     }
 
     private static func index(_ magnitude: Double) -> Int {
-        Int((log(magnitude) / logGamma).rounded(.up))
+        // `rounded(.up)` is a call to `ceil` on this target; for an index (a few thousand at most either way) the
+        // conversion, which truncates towards zero, and a comparison give the same.
+        let position = log(magnitude) / logGamma
+        let truncated = Int(position)
+        return Double(truncated) < position ? truncated + 1 : truncated
     }
 
     /// The centre of bucket `index`: every value in it is within α of this.
@@ -175,8 +195,11 @@ struct DDSketch: Sendable {
         }
 
         mutating func merge(_ other: Buckets) {
-            for (position, count) in other.counts.enumerated() where count > 0 {
-                add(other.offset + position, count: count)
+            guard other.total > 0 else { return }
+            other.counts.withUnsafeBufferPointer { counts in
+                for (position, count) in counts.enumerated() where count > 0 {
+                    add(other.offset + position, count: count)
+                }
             }
         }
 

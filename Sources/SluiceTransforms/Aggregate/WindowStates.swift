@@ -242,7 +242,14 @@ struct WindowStates: Sendable {
         Self.merge(&ordered, plan.ordered, layout.ordered, into, from) { ordered, more, step in
             ordered.merge(more, isLast: step.flag)
         }
-        Self.merge(&sketches, plan.sketches, layout.sketches, into, from) { sketch, more, _ in sketch.merge(more) }
+        if !plan.sketches.isEmpty {
+            // In place: a sketch copied out of the column for the merge retains its three arrays.
+            let width = layout.sketches
+            sketches.withUnsafeMutableBufferPointer { column in
+                let (target, source) = (column.baseAddress! + into * width, column.baseAddress! + from * width)
+                for step in plan.sketches { DDSketch.merge(source + step.slot, into: target + step.slot) }
+            }
+        }
         Self.merge(&distincts, plan.distincts, layout.distincts, into, from) { distinct, more, _ in
             distinct.merge(more)
         }
