@@ -158,6 +158,29 @@ struct AggregateTransformTests {
         #expect(run.output.last?["partial"] == true, "a window cut short by a stop is marked partial")
     }
 
+    /// Hopping windows on processing time: the deadline is the end of the next window that holds a pane, and
+    /// each window merges the panes it holds when the clock passes its end.
+    @Test func processingTimeHoppingWindowsCloseOnTheClock() throws {
+        var run = try Self.run("{window: {type: hopping, size_secs: 2, hop_secs: 1}, aggregations: {n: count()}}")
+        func window(_ start: Int64, _ count: Int64) -> JSONValue {
+            [
+                "window_start": .string(RFC3339.format(epochMillis: start)),
+                "window_end": .string(RFC3339.format(epochMillis: start + 2_000)), "n": .int(count),
+            ]
+        }
+        run.feed([["x": 1]], at: 10_200)
+        #expect(run.transform.deadline == 11_000 && run.transform.state?.size == 2)
+        run.advance(at: 11_000)
+        #expect(run.output == [window(9_000, 1)])
+        #expect(run.transform.deadline == 12_000 && run.transform.state?.size == 1)
+        run.feed([["x": 2]], at: 11_500)
+        #expect(run.transform.state?.size == 2, "the window ending at 12 s holds both panes and counts once")
+        run.advance(at: 12_000)
+        run.advance(at: 13_000)
+        #expect(run.output == [window(9_000, 1), window(10_000, 2), window(11_000, 1)])
+        #expect(run.transform.deadline == nil && run.transform.state?.size == 0)
+    }
+
     @Test func anIdleEventTimeInputIsFlushed() throws {
         var run = try Self.run(
             "{window: {type: tumbling, size_secs: 60}, time: {field: .ts, idle_flush_secs: 5}, aggregations: {n: count()}}"
