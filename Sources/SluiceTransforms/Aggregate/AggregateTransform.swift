@@ -412,7 +412,7 @@ struct AggregateTransform: Transform {
     private func windowsOpened(by start: Int64, of group: Int32) -> Int {
         guard case .hopping(let size, let hop) = window else { return 1 }
         // Windows end on multiples of `hop`: those ending after `low`, up to `high`, are new.
-        var low = max(start, closedThrough == .min ? .min : floorDivide(closedThrough, hop) * hop)
+        var low = max(start, lastClosedEnd(hop: hop))
         var high = start + size
         for state in groups.states[Int(group)] {
             let other = states.start[Int(state)]
@@ -510,8 +510,13 @@ struct AggregateTransform: Transform {
     /// last of them did, so one is left).
     private func nextHoppingEnd(size: Int64, hop: Int64) -> Int64? {
         guard let first = windows.first else { return nil }
-        guard closedThrough != .min else { return first.start + hop }
-        return max(first.start + hop, floorDivide(closedThrough, hop) * hop + hop)
+        return max(first.start + hop, lastClosedEnd(hop: hop) + hop)
+    }
+
+    /// The latest end a hopping window can have (a multiple of `hop`) at or before ``closedThrough``; `Int64.min`
+    /// before anything closed.
+    private func lastClosedEnd(hop: Int64) -> Int64 {
+        closedThrough == .min ? .min : floorDivide(closedThrough, hop) * hop
     }
 
     private mutating func advanceProcessingTime(_ now: Int64, into output: inout [Event], _ pass: inout TransformPass) {
