@@ -233,39 +233,39 @@ struct WindowStates: Sendable {
         end[into] = Swift.max(end[into], end[from])
         lastTime[into] = Swift.max(lastTime[into], lastTime[from])
         firstIngestNanos[into] = min(firstIngestNanos[into], firstIngestNanos[from])
-        Self.merge(&counts, plan.counts, layout.counts, into, from) { total, more, _ in total += more }
-        Self.merge(&sums, plan.sums, layout.sums, into, from) { sum, more, _ in sum.merge(more) }
-        Self.merge(&moments, plan.moments, layout.moments, into, from) { moments, more, _ in moments.merge(more) }
+        Self.merge(&counts, plan.counts, layout.counts, into, from) { total, more, _ in total.pointee += more.pointee }
+        Self.merge(&sums, plan.sums, layout.sums, into, from) { sum, more, _ in sum.pointee.merge(more.pointee) }
+        Self.merge(&moments, plan.moments, layout.moments, into, from) { moments, more, _ in
+            moments.pointee.merge(more.pointee)
+        }
         Self.merge(&extremes, plan.extremes, layout.extremes, into, from) { extreme, more, step in
-            extreme.merge(more, isMax: step.flag)
+            extreme.pointee.merge(more.pointee, isMax: step.flag)
         }
         Self.merge(&ordered, plan.ordered, layout.ordered, into, from) { ordered, more, step in
-            ordered.merge(more, isLast: step.flag)
+            ordered.pointee.merge(more.pointee, isLast: step.flag)
         }
-        if !plan.sketches.isEmpty {
-            // In place: a sketch copied out of the column for the merge retains its three arrays.
-            let width = layout.sketches
-            sketches.withUnsafeMutableBufferPointer { column in
-                let (target, source) = (column.baseAddress! + into * width, column.baseAddress! + from * width)
-                for step in plan.sketches { DDSketch.merge(source + step.slot, into: target + step.slot) }
-            }
+        Self.merge(&sketches, plan.sketches, layout.sketches, into, from) { sketch, more, _ in
+            DDSketch.merge(more, into: sketch)
         }
         Self.merge(&distincts, plan.distincts, layout.distincts, into, from) { distinct, more, _ in
-            distinct.merge(more)
+            distinct.pointee.merge(more.pointee)
         }
         Self.merge(&collected, plan.collected, layout.collected, into, from) { collected, more, step in
-            collected.merge(more, limit: step.limit)
+            collected.pointee.merge(more.pointee, limit: step.limit)
         }
     }
 
-    /// Merges the accumulators of one kind of state `from` into those of state `into`, `width` a state.
+    /// Merges the accumulators of one kind of state `from` into those of state `into`, `width` a state, each where
+    /// it lies in its column: a kind that holds arrays can then merge without copying the one it reads, a copy that
+    /// retains each array (a sketch's three, a cache miss apiece, were most of a hopping window's merge).
     private static func merge<Accumulator>(
         _ column: inout [Accumulator], _ steps: [FoldPlan.Step], _ width: Int, _ into: Int, _ from: Int,
-        _ body: (inout Accumulator, Accumulator, FoldPlan.Step) -> Void
+        _ body: (UnsafeMutablePointer<Accumulator>, UnsafePointer<Accumulator>, FoldPlan.Step) -> Void
     ) {
         guard !steps.isEmpty else { return }
         column.withUnsafeMutableBufferPointer { column in
-            for step in steps { body(&column[into * width + step.slot], column[from * width + step.slot], step) }
+            let (target, source) = (column.baseAddress! + into * width, column.baseAddress! + from * width)
+            for step in steps { body(target + step.slot, source + step.slot, step) }
         }
     }
 
