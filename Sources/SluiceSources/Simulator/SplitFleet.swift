@@ -52,9 +52,9 @@ struct SplitFleet: Sendable {
         let counts = stride(from: 0, to: times.count, by: batchSize).map { min(batchSize, times.count - $0) }
         // Each part writes its readings straight into their places in the batches (the places of its devices):
         // through a scratch buffer, the readings were copied into the batches afterwards, and the buffer (256 KB,
-        // allocated for every generation) took the heap's top with it when it was freed, so that glibc gave those
-        // pages back to the kernel and faulted them in again, zeroed, for the next: 28,000 to 41,000 page faults in
-        // 4 million readings on both cores, and a tenth of the CPU time (2,200 faults now).
+        // allocated for every generation), freed at the top of the heap, left more free memory there than glibc
+        // keeps, so that its pages went back to the kernel and were faulted in again, zeroed, for the next: 28,000 to
+        // 41,000 page faults in 4 million readings on both cores, and a tenth of the CPU time (2,200 faults now).
         return times.withUnsafeBufferPointer { times in
             Self.makeBatches(counts[...]) { batches in
                 let work = FleetParts(
