@@ -796,7 +796,8 @@ public final class PipelineRunner: Sendable {
             fused[component.id] = input
         }
         // Stateless transforms right after a source that feeds nothing else, and the stateless ones fused after
-        // them, up to `maxFusedStages`; what follows them runs in a task of its own.
+        // them, up to the first stateful one, which runs in a task of its own. No limit on their number: they run on
+        // every thread that makes the source's batches, so a long chain already shares the cores there.
         var inSource: [String: String] = [:]
         for source in definition.components where source.kind == .source {
             guard
@@ -811,8 +812,7 @@ public final class PipelineRunner: Sendable {
                 inSource[member.id] = source.id
                 fused[member.id] = nil
                 guard let next = components.values.first(where: { fused[$0.id] == member.id }) else { break }
-                guard Self.isStateless(next), inSource.count(where: { $0.value == source.id }) < Self.maxFusedStages
-                else {
+                guard Self.isStateless(next) else {
                     fused[next.id] = nil
                     break
                 }

@@ -188,6 +188,31 @@ struct PipelineRunnerTests {
         }
     }
 
+    /// However long, a chain of stateless transforms right after a source that runs them stays in its sending: the
+    /// source's threads already share the cores, and a task behind a buffer every few stages only added hops.
+    @Test func aLongStatelessChainRunsWholeInTheSourcesSending() async throws {
+        let stages = 2 * PipelineRunner.maxFusedStages + 1
+        let chain = (0..<stages).map {
+            "  t\($0): {type: pass, stateless: true, inputs: [\($0 == 0 ? "in" : "t\($0 - 1)")], drop_every: \($0 + 2)}"
+        }
+        let definition = try load(
+            "sources:\n  in: {type: counter, count: 3000, runs_stateless_transforms: true}\ntransforms:\n"
+                + chain.joined(separator: "\n")
+                + "\nsinks:\n  out: {type: collect, inputs: [t\(stages - 1)], into: long-source-chain}\n")
+        let (outcome, report) = await run(definition)
+        #expect(outcome.failures.isEmpty)
+        let byID = Dictionary(uniqueKeysWithValues: report.components.map { ($0.id, $0) })
+        for index in 0..<stages {
+            #expect(byID["t\(index)"]?.buffer == nil, "t\(index)")
+            #expect(byID["t\(index)"]?.details["runs_in"] == .string("in"), "t\(index)")
+        }
+        let kept = (0..<3000).filter { number in (0..<stages).allSatisfy { number % ($0 + 2) != 0 } }
+        #expect(CollectedEvents.take("long-source-chain").map(\.value) == kept.map { JSONValue.int(Int64($0)) })
+        for component in report.components {
+            #expect(component.received == component.sent + component.discarded.total, "\(component.id)")
+        }
+    }
+
     /// A long chain is cut into tasks of at most ``PipelineRunner/maxFusedStages`` transforms, so both cores work.
     @Test func longChainsAreCutIntoTasksOfAFewStages() async throws {
         let stages = 2 * PipelineRunner.maxFusedStages + 1
