@@ -206,7 +206,9 @@ struct Ordered: Sendable {
         }
     }
 
-    mutating func merge(_ other: Ordered, isLast: Bool) {
+    /// Takes `other`'s value where it is earlier (or later). Borrowed: a hopping window merges each pane into every
+    /// window that holds it, and a copy of the pane's state retained what it holds.
+    mutating func merge(_ other: borrowing Ordered, isLast: Bool) {
         if other.seen { add(other.value, time: other.time, isLast: isLast) }
     }
 }
@@ -229,7 +231,8 @@ struct Collected: Sendable {
         items.removeAll(keepingCapacity: true)
     }
 
-    mutating func merge(_ other: Collected, limit: Int) {
+    /// Adds `other`'s values, borrowed for the reason ``Ordered/merge(_:isLast:)`` gives.
+    mutating func merge(_ other: borrowing Collected, limit: Int) {
         for item in other.items { add(item.value, time: item.time, limit: limit) }
     }
 }

@@ -34,14 +34,15 @@ struct DistinctCounter: Sendable {
         registers.removeAll(keepingCapacity: true)
     }
 
-    mutating func merge(_ other: DistinctCounter) {
+    /// Counts every value `other` counted, borrowed for the reason ``Ordered/merge(_:isLast:)`` gives.
+    mutating func merge(_ other: borrowing DistinctCounter) {
         if other.registers.isEmpty {
             for hash in other.exact { add(hash: hash) }
             return
         }
         if registers.isEmpty {
             let mine = exact
-            self = other
+            self = copy other
             for hash in mine { add(hash: hash) }
             return
         }
