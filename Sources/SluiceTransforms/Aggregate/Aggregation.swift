@@ -231,9 +231,13 @@ struct Collected: Sendable {
         items.removeAll(keepingCapacity: true)
     }
 
-    /// Adds `other`'s values, borrowed for the reason ``Ordered/merge(_:isLast:)`` gives.
-    mutating func merge(_ other: borrowing Collected, limit: Int) {
-        for item in other.items { add(item.value, time: item.time, limit: limit) }
+    /// Adds the values of the collection at `other` to the one at `collected` (another), reading `other` where it
+    /// lies, for the reason ``DistinctCounter/merge(_:into:)`` gives.
+    static func merge(_ other: UnsafePointer<Collected>, into collected: UnsafeMutablePointer<Collected>, limit: Int) {
+        precondition(UnsafePointer(collected) != other, "A collection cannot be merged into itself.")
+        other.pointee.items.withUnsafeBufferPointer { items in
+            for item in items { collected.pointee.add(item.value, time: item.time, limit: limit) }
+        }
     }
 }
 

@@ -34,19 +34,26 @@ struct DistinctCounter: Sendable {
         registers.removeAll(keepingCapacity: true)
     }
 
-    /// Counts every value `other` counted, borrowed for the reason ``Ordered/merge(_:isLast:)`` gives.
-    mutating func merge(_ other: borrowing DistinctCounter) {
-        if other.registers.isEmpty {
-            for hash in other.exact { add(hash: hash) }
+    /// Counts every value the counter at `other` counted in the one at `counter` (another), reading `other` where it
+    /// lies: a hopping window merges each pane into every window that holds it, and a copy of the pane's counter
+    /// retained its set and its registers.
+    static func merge(_ other: UnsafePointer<DistinctCounter>, into counter: UnsafeMutablePointer<DistinctCounter>) {
+        precondition(UnsafePointer(counter) != other, "A counter cannot be merged into itself.")
+        if other.pointee.registers.isEmpty {
+            for hash in other.pointee.exact { counter.pointee.add(hash: hash) }
             return
         }
-        if registers.isEmpty {
-            let mine = exact
-            self = copy other
-            for hash in mine { add(hash: hash) }
+        if counter.pointee.registers.isEmpty {
+            let mine = counter.pointee.exact
+            counter.pointee = other.pointee
+            for hash in mine { counter.pointee.add(hash: hash) }
             return
         }
-        for index in registers.indices { registers[index] = max(registers[index], other.registers[index]) }
+        other.pointee.registers.withUnsafeBufferPointer { theirs in
+            counter.pointee.registers.withUnsafeMutableBufferPointer { mine in
+                for index in mine.indices { mine[index] = max(mine[index], theirs[index]) }
+            }
+        }
     }
 
     /// The number of distinct values: exact up to ``exactLimit``, estimated above.

@@ -248,10 +248,10 @@ struct WindowStates: Sendable {
             DDSketch.merge(more, into: sketch)
         }
         Self.merge(&distincts, plan.distincts, layout.distincts, into, from) { distinct, more, _ in
-            distinct.pointee.merge(more.pointee)
+            DistinctCounter.merge(more, into: distinct)
         }
         Self.merge(&collected, plan.collected, layout.collected, into, from) { collected, more, step in
-            collected.pointee.merge(more.pointee, limit: step.limit)
+            Collected.merge(more, into: collected, limit: step.limit)
         }
     }
 
