@@ -206,10 +206,11 @@ struct Ordered: Sendable {
         }
     }
 
-    /// Takes `other`'s value where it is earlier (or later). Borrowed: a hopping window merges each pane into every
-    /// window that holds it, and a copy of the pane's state retained what it holds.
-    mutating func merge(_ other: borrowing Ordered, isLast: Bool) {
-        if other.seen { add(other.value, time: other.time, isLast: isLast) }
+    /// Takes the value of the one at `other` into the one at `ordered` (another) where it is earlier (or later),
+    /// reading `other` where it lies, for the reason ``DistinctCounter/merge(_:into:)`` gives.
+    static func merge(_ other: UnsafePointer<Ordered>, into ordered: UnsafeMutablePointer<Ordered>, isLast: Bool) {
+        precondition(UnsafePointer(ordered) != other, "A value cannot be merged into itself.")
+        if other.pointee.seen { ordered.pointee.add(other.pointee.value, time: other.pointee.time, isLast: isLast) }
     }
 }
 

@@ -242,7 +242,7 @@ struct WindowStates: Sendable {
             extreme.pointee.merge(more.pointee, isMax: step.flag)
         }
         Self.merge(&ordered, plan.ordered, layout.ordered, into, from) { ordered, more, step in
-            ordered.pointee.merge(more.pointee, isLast: step.flag)
+            Ordered.merge(more, into: ordered, isLast: step.flag)
         }
         Self.merge(&sketches, plan.sketches, layout.sketches, into, from) { sketch, more, _ in
             DDSketch.merge(more, into: sketch)
