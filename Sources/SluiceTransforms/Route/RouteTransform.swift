@@ -31,20 +31,33 @@ struct RouteTransform: Transform {
     mutating func process(_ events: inout [Event], _ pass: inout TransformPass) {
         // A local copy, so that reading a condition while `states` changes copies nothing per event.
         let routes = routes
-        var outputs = lastCounts.map { count -> [Event] in
-            var output: [Event] = []
-            output.reserveCapacity(min(events.count, count + count / 8 + 16))
-            return output
+        // The output that took the most events in the last batch is built in this batch itself, its events moved
+        // down in place as a filter keeps its events; only the others are new arrays. A new array is memory its
+        // consumer freed on the other core, and building every output anew cost 7 to 22 ns an event more on
+        // stdin -> route (95 % one way) -> blackhole (11 alternating pairs each, in a fast and a slow phase).
+        let inPlace = lastCounts.indices.max { lastCounts[$0] < lastCounts[$1] } ?? 0
+        let batchCount = events.count
+        var outputs = lastCounts.indices.map { output -> [Event] in
+            var built: [Event] = []
+            if output != inPlace {
+                let count = lastCounts[output]
+                built.reserveCapacity(min(batchCount, count + count / 8 + 16))
+            }
+            return built
         }
         var spare = SpareTexts()
+        // The batch's events before `kept` go to `inPlace`; from there to the event at hand it holds empty ones.
+        var kept = 0
         for index in events.indices {
-            // Taken out of the batch (an empty event, which holds no storage, left in its place; the batch is
-            // emptied below): read in place from here on, and moved, not copied, to the last route it goes to.
+            // Taken out of the batch (an empty event, which holds no storage, left in its place): read in place
+            // from here on, and moved, not copied, to one route it goes to.
             var event = exchange(&events[index], with: Event(.null))
             programs.begin(&shared)
-            // The routes the event goes to: how many, the last of them, and whether a condition failed.
+            // The routes the event goes to: how many, whether `inPlace` is one, another one it has not been given
+            // to yet, and whether a condition failed.
             var matches = 0
-            var last = 0
+            var toInPlace = false
+            var pending = -1
             var failed = false
             for route in routes.indices {
                 do throws(EvaluationError) {
@@ -56,11 +69,15 @@ struct RouteTransform: Transform {
                     }
                     switch value {
                     case .bool(true):
-                        // Copied to every route but the last it goes to, which takes the event itself; each copy
-                        // has a text of its own, as its consumer runs in another task (``Event/copy(into:)``).
-                        if matches > 0 { outputs[last].append(event.copy(into: &spare)) }
                         matches += 1
-                        last = route
+                        if route == inPlace {
+                            toInPlace = true
+                        } else {
+                            // Copied to every route but one, which takes the event itself; each copy has a text
+                            // of its own, as its consumer runs in another task (``Event/copy(into:)``).
+                            if pending >= 0 { outputs[pending].append(event.copy(into: &spare)) }
+                            pending = route
+                        }
                     case .bool(false), .null:
                         break
                     case let other:
@@ -81,14 +98,21 @@ struct RouteTransform: Transform {
                     pass.discards[.unmatched] += 1
                     continue
                 }
-                last = routes.count
+                if routes.count == inPlace { toInPlace = true } else { pending = routes.count }
             }
             pass.routedEvents += 1
-            outputs[last].append(consume event)
+            if toInPlace {
+                if pending >= 0 { outputs[pending].append(event.copy(into: &spare)) }
+                events[kept] = consume event
+                kept += 1
+            } else {
+                outputs[pending].append(consume event)
+            }
         }
         spare.finish()
+        events.removeLast(events.count - kept)
+        outputs[inPlace] = exchange(&events, with: [])
         for output in outputs.indices { lastCounts[output] = outputs[output].count }
         pass.routed = outputs
-        events.removeAll(keepingCapacity: true)
     }
 }

@@ -65,6 +65,43 @@ struct RouteTransformTests {
         #expect(pass.discards[.error] == 1)
     }
 
+    /// The output that took the most events of the last batch is built in the batch itself, and the outputs are
+    /// exact whichever one that is: across batches whose largest output changes, with events that go to several
+    /// routes (each with a text of its own) and events that go nowhere.
+    @Test func theLastBatchsLargestOutputIsBuiltInTheBatch() throws {
+        var route = try TransformHarness.make(
+            "route", "{routes: {two: '.n % 2 == 0', three: '.n % 3 == 0'}}",
+            readOutputs: ["two", "three", "_unmatched"])
+        // Most go to `two`, then to `three`, then nowhere, then to `two` again.
+        let batches: [[Int]] = [
+            Array(0..<60), (0..<40).map { 6 * $0 + 3 } + [0, 1, 2], (0..<50).map { 6 * $0 + 1 } + [6, 12],
+            Array(0..<60),
+        ]
+        var largest = 0
+        for (number, numbers) in batches.enumerated() {
+            var events = try numbers.map { try Event(json: Array(#"{"n":\#($0)}"#.utf8)) }
+            let storage = events.withUnsafeBufferPointer { $0.baseAddress }
+            var pass = TransformPass(nowMillis: 0)
+            route.process(&events, &pass)
+            let expected = [
+                numbers.filter { $0 % 2 == 0 }, numbers.filter { $0 % 3 == 0 },
+                numbers.filter { $0 % 2 != 0 && $0 % 3 != 0 },
+            ]
+            let routed = pass.routed.map { $0.map { $0.value["n"]?.intValue } }
+            #expect(routed == expected.map { $0.map(Int64.init) }, "batch \(number)")
+            #expect(pass.routedEvents == numbers.count)
+            #expect(pass.routed[largest].withUnsafeBufferPointer { $0.baseAddress } == storage, "batch \(number)")
+            let both = zip(pass.routed[0], expected[0]).filter { $0.1 % 3 == 0 }.map(\.0)
+            let inThree = Dictionary(uniqueKeysWithValues: zip(expected[1], pass.routed[1]))
+            for event in both {
+                let n = Int(event.value["n"]?.intValue ?? -1)
+                #expect(textAddress(of: event) != nil)
+                #expect(textAddress(of: event) != inThree[n].flatMap(textAddress(of:)), "batch \(number), n \(n)")
+            }
+            largest = expected.indices.max { expected[$0].count < expected[$1].count } ?? 0
+        }
+    }
+
     @Test func unmatchedEventsNobodyReadsAreCounted() throws {
         var route = try TransformHarness.make("route", Self.options, readOutputs: ["errors", "slow"])
         var events = Self.events().map { Event($0) }
