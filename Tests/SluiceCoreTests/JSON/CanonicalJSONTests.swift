@@ -307,6 +307,49 @@ struct CanonicalJSONTests {
         }
     }
 
+    /// A number read in place equals the JSON reader's, whatever its length: integers of 1 to 19 digits and decimals
+    /// of 1 to 9 digits either side of the point, signed or not, read where eight or more bytes follow its start
+    /// (one load for the whole part, one for the fraction) and where fewer do (byte by byte), and with a digit or a
+    /// point where the load's eighth byte falls.
+    @Test func numbersOfEveryLengthReadInPlaceAsTheReaderReadsThem() throws {
+        var scanner = CanonicalJSONScanner()
+        var locators = (middle: FieldLocator("v"), last: FieldLocator("w"))
+        var generator = SplitMix64(seed: 23)
+        // `count` random digits; a whole part of more than one starts with 1 to 9.
+        func digits(_ count: Int, whole: Bool) -> String {
+            (0..<count).map { index in
+                String(whole && index == 0 && count > 1 ? 1 + generator.next() % 9 : generator.next() % 10)
+            }.joined()
+        }
+        var read = 0
+        for whole in 1...19 {
+            for fraction in 0...9 where fraction == 0 || whole <= 9 {
+                for _ in 0..<12 {
+                    var number = (generator.next() % 2 == 0 ? "" : "-") + digits(whole, whole: true)
+                    if fraction > 0 { number += "." + digits(fraction, whole: false) }
+                    let value = try JSONReader.parse(Array(number.utf8))
+                    // Only what the writer writes is event text (no `-0`, no trailing zero, no exponent).
+                    guard JSONWriter.string(value) == number else { continue }
+                    let text = #"{"v":\#(number),"n":"t:","w":\#(number)}"#
+                    let bytes = Array(text.utf8)
+                    // The scanner leaves to the reader what this reader would too: 19 digits, or more than 15 with a
+                    // point.
+                    guard bytes.withUnsafeBufferPointer({ scanner.isCanonical($0) }) else {
+                        #expect(whole == 19 || whole + fraction > 15, "\(text)")
+                        continue
+                    }
+                    let event = Event(canonicalJSON: bytes, topLevelKeys: scanner.topLevelKeys, isFlat: scanner.isFlat)
+                    let expected = Scalar(value)
+                    #expect(event.scalar(&locators.middle) == expected, "\(text)")
+                    #expect(event.scalar(&locators.last) == expected, "\(text)")
+                    #expect(scanner.isFlat)
+                    read += 1
+                }
+            }
+        }
+        #expect(read > 1_000)
+    }
+
     /// A value in flat text ends where its text does, however long it is and wherever the eight-byte words the
     /// search reads fall: strings of 0 to 40 characters (the first two words are searched in place, the rest by
     /// `memchr`), numbers of 1 to 18 digits and literals, each in the middle and at the end of the object, after
