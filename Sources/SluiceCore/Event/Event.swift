@@ -226,7 +226,7 @@ extension Event {
     /// value made. False, changing nothing, where that one would be false, and for `{}`.
     package mutating func appendField(_ locator: inout FieldLocator, scalar: Scalar) -> Bool {
         guard text.count > 2, canAppend(&locator) else { return false }
-        locator.key.withUnsafeBufferPointer { CanonicalJSON.appendField($0, scalar, to: &text) }
+        CanonicalJSON.appendField(locator, scalar, to: &text)
         topLevelKeys.insert(hash: locator.hash)
         return true
     }

@@ -79,6 +79,20 @@ struct KeyPattern: Sendable {
     }
 }
 
+extension KeyPattern {
+    /// Writes the pattern at `start`, in one or two eight-byte stores, where `start` has room for at least 16 bytes
+    /// and what follows the pattern may be overwritten; false, writing nothing, for a pattern over 16 bytes.
+    @inline(__always)
+    func write(to start: UnsafeMutablePointer<UInt8>) -> Bool {
+        guard count <= 16 else { return false }
+        let raw = UnsafeMutableRawPointer(start)
+        // Under eight bytes, the word's last bytes are zeros, for what follows to overwrite.
+        raw.storeBytes(of: head, as: UInt64.self)
+        if count > 8 { raw.storeBytes(of: tail, toByteOffset: count - 8, as: UInt64.self) }
+        return true
+    }
+}
+
 extension FieldLocator {
     /// True when `"name":` is at `at - 1` in flat text after `{` or `,` (the name at `at`); `at` is at least 2.
     @inline(__always)

@@ -1053,16 +1053,41 @@ enum CanonicalJSON {
     /// into the text's room (each append checks the array's uniqueness and room: six of them per field were a
     /// fifth of a chain of maps' time, and one through a scratch buffer still copied the field twice).
     static func appendField(_ key: UnsafeBufferPointer<UInt8>, _ value: Scalar, to text: inout [UInt8]) {
-        text[text.count - 1] = UInt8(ascii: ",")
-        var written = true
-        text.append(addingCapacity: key.count + 4 + JSONWriter.scalarCapacity) { room in
-            room.withUnsafeMutableBufferPointer { buffer, count in
-                let field = buffer.baseAddress!
+        appendField(keyCount: key.count + 3, value, to: &text) { field in
+            field[0] = UInt8(ascii: "\"")
+            if let start = key.baseAddress { (field + 1).initialize(from: start, count: key.count) }
+            field[key.count + 1] = UInt8(ascii: "\"")
+            field[key.count + 2] = UInt8(ascii: ":")
+        }
+    }
+
+    /// ``appendField(_:_:to:)`` for the key `locator` names: `"key":` written as the words of its pattern where it
+    /// has 16 bytes or fewer, not byte by byte around a copy of the key (a call to `memmove` for a few bytes).
+    static func appendField(_ locator: FieldLocator, _ value: Scalar, to text: inout [UInt8]) {
+        appendField(keyCount: locator.pattern.count, value, to: &text) { field in
+            guard !locator.pattern.write(to: field) else { return }
+            locator.key.withUnsafeBufferPointer { key in
                 field[0] = UInt8(ascii: "\"")
-                if let start = key.baseAddress { (field + 1).initialize(from: start, count: key.count) }
+                (field + 1).initialize(from: key.baseAddress!, count: key.count)
                 field[key.count + 1] = UInt8(ascii: "\"")
                 field[key.count + 2] = UInt8(ascii: ":")
-                let keyCount = key.count + 3
+            }
+        }
+    }
+
+    /// Appends `,` and the field whose `"key":` (`keyCount` bytes) `writeKey` writes, then `value`, in place of the
+    /// closing brace, and the brace after it.
+    @inline(__always)
+    private static func appendField(
+        keyCount: Int, _ value: Scalar, to text: inout [UInt8], writeKey: (UnsafeMutablePointer<UInt8>) -> Void
+    ) {
+        text[text.count - 1] = UInt8(ascii: ",")
+        var written = true
+        // At least 16 bytes before the value's room, for a key written in words.
+        text.append(addingCapacity: max(keyCount, 16) + 1 + JSONWriter.scalarCapacity) { room in
+            room.withUnsafeMutableBufferPointer { buffer, count in
+                let field = buffer.baseAddress!
+                writeKey(field)
                 guard let valueCount = JSONWriter.write(scalar: value, into: field + keyCount) else {
                     count = keyCount
                     written = false

@@ -492,6 +492,31 @@ struct CanonicalJSONTests {
         #expect(ruledOut >= 280)
     }
 
+    /// A map's set appends `"key":value` with the key written as one or two words of its pattern up to 16 bytes
+    /// (quotes and colon included) and byte by byte beyond: keys of 0 to 20 bytes, with integers, doubles, a
+    /// double only `description` writes, and booleans, give the bytes the writer writes for the object.
+    @Test func aFieldAppendedByItsLocatorIsWhatTheWriterWrites() throws {
+        let values: [Scalar] = [.int(7), .int(-1_234_567_890_123), .double(0.25), .double(1e-9), .bool(false)]
+        for length in 0...20 {
+            let key = String((0..<length).map { Character(UnicodeScalar(UInt8(ascii: "a") + UInt8($0 % 26))) })
+            var locator = FieldLocator(key)
+            for value in values {
+                let base: JSONValue = ["device": "d-1", "seq": 12]
+                var event = Event(canonicalJSON: Array(JSONWriter.string(base).utf8))
+                #expect(event.appendField(&locator, scalar: value), "\(key)")
+                var expected = JSONObject(uniqueFields: [
+                    JSONObject.Field(key: "device", value: "d-1"), JSONObject.Field(key: "seq", value: 12),
+                ])
+                expected[key] = value.value
+                var written: [UInt8] = []
+                event.writeJSON(to: &written)
+                #expect(String(decoding: written, as: UTF8.self) == JSONWriter.string(.object(expected)), "\(key)")
+                // The field is there now: a second append is refused.
+                #expect(!event.appendField(&locator, scalar: value))
+            }
+        }
+    }
+
     @Test func settingANewFieldAppendsToTheTextAndAnOldOneParses() throws {
         var event = Event(canonicalJSON: Array(#"{"a":1}"#.utf8), ingestNanos: 5)
         try event.set(try #require(EventPath("b")), to: .string("x\n"))
