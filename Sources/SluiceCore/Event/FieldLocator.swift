@@ -80,16 +80,15 @@ struct KeyPattern: Sendable {
 }
 
 extension KeyPattern {
-    /// Writes the pattern at `start`, in one or two eight-byte stores, where `start` has room for at least 16 bytes
-    /// and what follows the pattern may be overwritten; false, writing nothing, for a pattern over 16 bytes.
+    /// Writes the pattern, which must be 16 bytes or fewer, at `start` in one or two eight-byte stores; `start` has
+    /// room for 16 bytes, and what follows the pattern there may be overwritten.
     @inline(__always)
-    func write(to start: UnsafeMutablePointer<UInt8>) -> Bool {
-        guard count <= 16 else { return false }
+    func write(to start: UnsafeMutablePointer<UInt8>) {
+        precondition(count <= 16, "Only a pattern of two words or fewer is written as words.")
         let raw = UnsafeMutableRawPointer(start)
         // Under eight bytes, the word's last bytes are zeros, for what follows to overwrite.
         raw.storeBytes(of: head, as: UInt64.self)
         if count > 8 { raw.storeBytes(of: tail, toByteOffset: count - 8, as: UInt64.self) }
-        return true
     }
 }
 

@@ -1061,18 +1061,13 @@ enum CanonicalJSON {
         }
     }
 
-    /// ``appendField(_:_:to:)`` for the key `locator` names: `"key":` written as the words of its pattern where it
-    /// has 16 bytes or fewer, not byte by byte around a copy of the key (a call to `memmove` for a few bytes).
+    /// ``appendField(_:_:to:)`` for the key `locator` names: `"key":` written as the one or two words of its pattern
+    /// (keys of up to 13 bytes), not byte by byte around a copy of the key (a call to `memmove` for a few bytes).
     static func appendField(_ locator: FieldLocator, _ value: Scalar, to text: inout [UInt8]) {
-        appendField(keyCount: locator.pattern.count, value, to: &text) { field in
-            guard !locator.pattern.write(to: field) else { return }
-            locator.key.withUnsafeBufferPointer { key in
-                field[0] = UInt8(ascii: "\"")
-                (field + 1).initialize(from: key.baseAddress!, count: key.count)
-                field[key.count + 1] = UInt8(ascii: "\"")
-                field[key.count + 2] = UInt8(ascii: ":")
-            }
+        guard locator.pattern.count <= 16 else {
+            return locator.key.withUnsafeBufferPointer { appendField($0, value, to: &text) }
         }
+        appendField(keyCount: locator.pattern.count, value, to: &text) { locator.pattern.write(to: $0) }
     }
 
     /// Appends `,` and the field whose `"key":` (`keyCount` bytes) `writeKey` writes, then `value`, in place of the
