@@ -561,21 +561,19 @@ enum PlainBytes {
         return position
     }
 
-    /// The value of the ASCII digits at `start` and how many there are (0 to 7), read with one eight-byte load and
-    /// no branch per digit; `nil` when fewer than eight bytes are left or all eight are digits.
+    /// The value of the ASCII digits at `start` and how many there are (1 to 7), read with one eight-byte load and
+    /// no branch per digit; `nil` when there is no digit, fewer than eight bytes are left, or all eight are digits.
     @inline(__always)
     static func digits(at start: UnsafePointer<UInt8>, to end: UnsafePointer<UInt8>) -> (value: Int64, count: Int)? {
         guard end - start >= 8 else { return nil }
-        // A digit's byte becomes 0...9. Adding 0x76 to a byte's low seven bits sets its high bit when it is 10 or
-        // more, with no carry out of the byte; a byte whose high bit was set is no digit either.
-        let values = UInt64(littleEndian: UnsafeRawPointer(start).loadUnaligned(as: UInt64.self)) ^ (ones &* 0x30)
-        let notDigits = ((values & ~highs) &+ ones &* 0x76 | values) & highs
-        guard notDigits != 0 else { return nil }
+        // The first byte in the lowest, whatever the machine's byte order.
+        let word = UInt64(littleEndian: UnsafeRawPointer(start).loadUnaligned(as: UInt64.self))
+        let notDigits = notDigitFlags(word)
         let count = notDigits.trailingZeroBitCount / 8
-        guard count > 0 else { return (0, 0) }
-        // The digits shifted to the top bytes read as eight digits with leading zeros (the first in the lowest
-        // byte), combined into pairs, then fours, then the whole.
-        var number = values << (64 - 8 * count)
+        guard count > 0, count < 8 else { return nil }
+        // Each digit's byte less `0`, shifted to the top bytes: eight digits with leading zeros (the first in the
+        // lowest byte), combined into pairs, then fours, then the whole.
+        var number = (word ^ (ones &* 0x30)) << (64 - 8 * count)
         number = (number &* 2561) >> 8
         number = ((number & 0x00FF_00FF_00FF_00FF) &* 6_553_601) >> 16
         number = ((number & 0x0000_FFFF_0000_FFFF) &* 42_949_672_960_001) >> 32
@@ -587,17 +585,22 @@ enum PlainBytes {
     static func skipDigits(from start: UnsafePointer<UInt8>, to end: UnsafePointer<UInt8>) -> UnsafePointer<UInt8> {
         var position = start
         while end - position >= 8 {
-            let word = UnsafeRawPointer(position).loadUnaligned(as: UInt64.self)
-            // A digit is 0x30...0x39: high nibble 3, and adding 6 keeps it 3. A carry out of a byte only happens
-            // for bytes >= 0xFA, which are flagged themselves, so the lowest flagged byte is the first non-digit.
-            let notDigits =
-                ((word & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030)
-                | (((word &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030)
+            let notDigits = notDigitFlags(UnsafeRawPointer(position).loadUnaligned(as: UInt64.self))
             if notDigits != 0 { return position + notDigits.trailingZeroBitCount / 8 }
             position += 8
         }
         while position < end, position.pointee &- UInt8(ascii: "0") < 10 { position += 1 }
         return position
+    }
+
+    /// Bits set in every byte of `word` (eight bytes of text, loaded as they lie) that is not an ASCII digit, and
+    /// none in the bytes before the first such one: a digit is 0x30...0x39, high nibble 3, and adding 6 keeps it 3.
+    /// A carry out of a byte only happens for bytes >= 0xFA, which are flagged themselves, so the lowest flagged
+    /// byte is the first non-digit.
+    @inline(__always)
+    private static func notDigitFlags(_ word: UInt64) -> UInt64 {
+        ((word & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030)
+            | (((word &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030)
     }
 }
 
@@ -951,12 +954,12 @@ enum CanonicalJSON {
         if negative { position += 1 }
         // Most numbers are read whole from one or two loads: up to seven digits, then up to seven after a point.
         // The loop below reads the rest, and gives the same answer for these.
-        if let whole = PlainBytes.digits(at: position, to: end), whole.count > 0 {
+        if let whole = PlainBytes.digits(at: position, to: end) {
             let point = position + whole.count
             guard point.pointee == UInt8(ascii: ".") else {
                 return (.int(negative ? -whole.value : whole.value), point)
             }
-            if let fraction = PlainBytes.digits(at: point + 1, to: end), fraction.count > 0 {
+            if let fraction = PlainBytes.digits(at: point + 1, to: end) {
                 let scale = powerOfTen(fraction.count)
                 let value = Double(whole.value &* Int64(scale) &+ fraction.value) / scale
                 return (.double(negative ? -value : value), point + 1 + fraction.count)
